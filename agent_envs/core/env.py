@@ -1,0 +1,330 @@
+"""`TextEnv`: the single-env contract every agent-envs environment implements.
+
+One ``step`` is one **turn**: the action is the model's whole reply. The base class owns
+everything that is the same in every env — reading the answer out of the reply, the turn and
+action budgets, the format penalty, the common info keys, seeding, the chat transcript — and a
+subclass supplies the game through six small hooks:
+
+=====================  ==============================================================
+``_new_episode``       build the start state from ``self.np_random`` (and ``options``)
+``_decode_action``     one action string → an env action, or ``None`` if not an action
+``_execute``           apply one decoded action → :class:`ActionResult`
+``_render_text``       the current observation text (ASCII)
+``_is_success``        the env's documented success predicate
+``_state_bytes``       a canonical byte string of the state, for ``info["state_hash"]``
+=====================  ==============================================================
+
+Turn semantics, in order:
+
+1. The reply is parsed with :func:`~agent_envs.core.parsing.parse_reply`. If no answer can
+   be read, nothing is executed, ``format_ok`` is false and ``format_penalty`` is the reward.
+2. Actions beyond ``max_actions_per_turn`` and beyond the episode's remaining action budget
+   are dropped, not executed.
+3. Actions run in order until the task ends or one is invalid. An unknown action is not
+   executed; an illegal one is attempted (it counts toward the budget and earns the env's
+   reward for it). Either way the rest of the answer is dropped and
+   ``invalid_action_penalty`` is added once.
+4. ``terminated`` when the task ended; otherwise ``truncated`` when the action budget is spent
+   (``truncation_reason="action_budget"``) or ``max_turns`` turns were played (``"max_turns"``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, ClassVar, NamedTuple, SupportsFloat
+
+import gymnasium as gym
+
+from agent_envs.core.parsing import AnswerFormat, ParsedReply, parse_reply
+from agent_envs.core.spaces import reply_space, text_space
+
+__all__ = ["COMMON_INFO_KEYS", "ActionResult", "TextEnv"]
+
+COMMON_INFO_KEYS: tuple[str, ...] = (
+    "action_valid",
+    "format_ok",
+    "parsed_actions",
+    "num_actions",
+    "action_effective",
+    "success",
+    "turn",
+    "truncation_reason",
+    "episode_seed",
+    "state_hash",
+)
+_SEED_BOUND = 2**63 - 1
+
+
+class ActionResult(NamedTuple):
+    """What one executed action did."""
+
+    reward: float
+    valid: bool
+    effective: bool
+    done: bool
+
+
+def _check_positive(name: str, value: object, *, allow_none: bool) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        expected = "a positive int or None" if allow_none else "a positive int"
+        raise ValueError(f"{name} must be {expected}, got {value!r}")
+
+
+class TextEnv(gym.Env[str, str]):
+    """Base class of every text env; see the module docstring for the turn semantics.
+
+    Args:
+        max_turns: turns per episode (also the registered ``max_episode_steps``).
+        max_actions_per_turn: actions read from one reply (``None``: no limit).
+        max_actions_per_episode: the episode's action budget (``None``: no budget).
+        format_penalty: reward of a turn whose answer could not be read.
+        invalid_action_penalty: added once to a turn that contained an invalid action.
+        render_mode: ``None`` or one of ``metadata["render_modes"]``.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    #: Separator of several actions in one answer (``None``: the answer is one action).
+    action_separator: ClassVar[str | None] = "||"
+    #: Upper bound on the length of any observation this env prints.
+    observation_max_length: ClassVar[int] = 8192
+
+    def __init__(
+        self,
+        *,
+        max_turns: int,
+        max_actions_per_turn: int | None = None,
+        max_actions_per_episode: int | None = None,
+        format_penalty: float = -0.1,
+        invalid_action_penalty: float = -0.1,
+        render_mode: str | None = None,
+    ) -> None:
+        _check_positive("max_turns", max_turns, allow_none=False)
+        _check_positive("max_actions_per_turn", max_actions_per_turn, allow_none=True)
+        _check_positive("max_actions_per_episode", max_actions_per_episode, allow_none=True)
+        for name, value in (
+            ("format_penalty", format_penalty),
+            ("invalid_action_penalty", invalid_action_penalty),
+        ):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"{name} must be a number, got {value!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(
+                f"render_mode must be None or one of {self.metadata['render_modes']}, "
+                f"got {render_mode!r}"
+            )
+        self.max_turns = max_turns
+        self.max_actions_per_episode = max_actions_per_episode
+        self.format_penalty = float(format_penalty)
+        self.invalid_action_penalty = float(invalid_action_penalty)
+        self.render_mode = render_mode
+        self.answer_format = AnswerFormat(self.action_separator, max_actions_per_turn)
+        self.observation_space = text_space(self.observation_max_length)
+        self.action_space = reply_space()
+        self._turn = 0
+        self._actions_taken = 0
+        self._episode_seed: int | None = None
+        self._terminated = False
+        self._truncated = False
+        self._observations: list[str] = []
+        self._replies: list[str] = []
+
+    # ----------------------------------------------------------------- hooks (subclasses)
+    @property
+    def instructions(self) -> str:
+        """The rules, the legend and the answer format: the system prompt of an episode."""
+        raise NotImplementedError
+
+    def _new_episode(self, options: dict[str, Any] | None) -> None:
+        raise NotImplementedError
+
+    def _decode_action(self, text: str) -> Any | None:
+        raise NotImplementedError
+
+    def _execute(self, action: Any) -> ActionResult:
+        raise NotImplementedError
+
+    def _render_text(self) -> str:
+        raise NotImplementedError
+
+    def _is_success(self) -> bool:
+        raise NotImplementedError
+
+    def _state_bytes(self) -> bytes:
+        raise NotImplementedError
+
+    def _extra_info(self) -> dict[str, Any]:
+        """Env-specific info keys (documented in the subclass docstring)."""
+        return {}
+
+    #: Names of the keys `_extra_info` adds (tests hold the docstring and info to it).
+    extra_info_keys: ClassVar[tuple[str, ...]] = ()
+
+    def oracle_actions(self) -> list[str]:
+        """The expert's remaining actions from the current state (solver or gold answer)."""
+        raise NotImplementedError(f"{type(self).__name__} has no oracle")
+
+    def random_actions(self, rng: Any) -> list[str]:
+        """One turn of a uniform random baseline, drawn from ``rng``."""
+        raise NotImplementedError(f"{type(self).__name__} has no random baseline")
+
+    # ----------------------------------------------------------------- the Gymnasium API
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """Start an episode. Without ``seed``, one is drawn from the env's generator, so every
+        episode has an ``info["episode_seed"]`` that reproduces it."""
+        if seed is None:
+            seed = int(self.np_random.integers(_SEED_BOUND))
+        super().reset(seed=seed)
+        self._episode_seed = seed
+        self._turn = 0
+        self._actions_taken = 0
+        self._terminated = False
+        self._truncated = False
+        self._new_episode(options)
+        observation = self._render_text()
+        self._observations = [observation]
+        self._replies = []
+        info = {
+            "action_valid": True,
+            "format_ok": True,
+            "parsed_actions": [],
+            "num_actions": 0,
+            "action_effective": False,
+            "success": self._is_success(),
+            "turn": 0,
+            "truncation_reason": None,
+            "episode_seed": seed,
+            "state_hash": self.state_hash(),
+        }
+        info.update(self._extra_info())
+        return observation, info
+
+    def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        """Play one turn: ``action`` is the model's whole reply. Never raises on its content."""
+        if self._terminated or self._truncated:
+            return self._after_end(action)
+        self._turn += 1
+        parsed = parse_reply(action, self.answer_format)
+        reward, valid, effective, done, executed, feedback = self._play(parsed)
+        success = self._is_success()
+        truncation_reason = None
+        if not done:
+            budget = self.max_actions_per_episode
+            if budget is not None and self._actions_taken >= budget:
+                truncation_reason = "action_budget"
+            elif self._turn >= self.max_turns:
+                truncation_reason = "max_turns"
+        self._terminated = done
+        self._truncated = truncation_reason is not None
+        observation = self._render_text()
+        if feedback:
+            observation = f"{feedback}\n{observation}"
+        self._replies.append(action if isinstance(action, str) else repr(action))
+        self._observations.append(observation)
+        info = {
+            "action_valid": valid,
+            "format_ok": parsed.format_ok,
+            "parsed_actions": list(parsed.actions),
+            "num_actions": executed,
+            "action_effective": effective,
+            "success": success,
+            "turn": self._turn,
+            "truncation_reason": truncation_reason,
+            "episode_seed": self._episode_seed,
+            "state_hash": self.state_hash(),
+        }
+        extra = self._extra_info()
+        if extra:
+            info.update(extra)
+        return observation, reward, done, self._truncated, info
+
+    def render(self) -> str | None:  # type: ignore[override]
+        """``"ansi"``: the current observation text."""
+        if self.render_mode == "ansi":
+            return self._render_text()
+        return None
+
+    # ----------------------------------------------------------------- helpers
+    def _play(self, parsed: ParsedReply) -> tuple[float, bool, bool, bool, int, str]:
+        """Execute the parsed actions; returns (reward, valid, effective, done, executed,
+        feedback)."""
+        if not parsed.format_ok:
+            return self.format_penalty, False, False, False, 0, f"Invalid answer: {parsed.error}."
+        actions = parsed.actions
+        budget = self.max_actions_per_episode
+        if budget is not None:
+            actions = actions[: budget - self._actions_taken]
+        reward = 0.0
+        effective = False
+        done = False
+        executed = 0
+        for index, text in enumerate(actions):
+            decoded = self._decode_action(text)
+            result = None if decoded is None else self._execute(decoded)
+            if result is None or not result.valid:
+                if result is not None:
+                    reward += result.reward
+                    executed += 1
+                self._actions_taken += executed
+                feedback = (
+                    f"Invalid action {index + 1} of {len(actions)}: "
+                    f"{'unknown' if decoded is None else 'illegal here'}; "
+                    "the rest of the answer was not executed."
+                )
+                return reward + self.invalid_action_penalty, False, effective, False, executed, feedback
+            reward += result.reward
+            effective = effective or result.effective
+            executed += 1
+            if result.done:
+                done = True
+                break
+        self._actions_taken += executed
+        return reward, True, effective, done, executed, ""
+
+    def _after_end(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """A step after the episode ended executes nothing (Gymnasium leaves this undefined;
+        we answer with the final state and zero reward instead of raising)."""
+        info = {
+            "action_valid": False,
+            "format_ok": parse_reply(action, self.answer_format).format_ok,
+            "parsed_actions": [],
+            "num_actions": 0,
+            "action_effective": False,
+            "success": self._is_success(),
+            "turn": self._turn,
+            "truncation_reason": None,
+            "episode_seed": self._episode_seed,
+            "state_hash": self.state_hash(),
+        }
+        info.update(self._extra_info())
+        return self._observations[-1], 0.0, self._terminated, self._truncated, info
+
+    def state_hash(self) -> str:
+        """A short hex digest of the state, stable across processes and Python versions."""
+        return hashlib.blake2b(self._state_bytes(), digest_size=8).hexdigest()
+
+    @property
+    def turn(self) -> int:
+        return self._turn
+
+    @property
+    def episode_seed(self) -> int | None:
+        return self._episode_seed
+
+    def messages(self, window: int | None = None) -> list[dict[str, str]]:
+        """The episode so far as OpenAI chat messages: system = instructions, user =
+        observations, assistant = replies. ``window=k`` keeps the last ``k`` turns (the
+        system message and the current observation are always kept)."""
+        if window is not None:
+            _check_positive("window", window, allow_none=False)
+        first = 0 if window is None else max(0, len(self._replies) - window)
+        messages = [{"role": "system", "content": self.instructions}]
+        for index in range(first, len(self._replies)):
+            messages.append({"role": "user", "content": self._observations[index]})
+            messages.append({"role": "assistant", "content": self._replies[index]})
+        if self._observations:
+            messages.append({"role": "user", "content": self._observations[-1]})
+        return messages

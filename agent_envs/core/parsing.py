@@ -1,0 +1,109 @@
+"""Model reply → action strings.
+
+The answer format shared by every env: free text, with the action(s) inside the **last**
+``<answer>...</answer>``. Rules, in order:
+
+1. A reply that is not a ``str`` is unparseable (never an exception).
+2. Non-ASCII text is NFKC-normalised first, so full-width ``＜answer＞`` reads as ``<answer>``.
+   Look-alike letters from other scripts (Cyrillic ``а``) are *not* folded: such a tag is not
+   our tag.
+3. Tags are case-insensitive and may carry spaces inside the brackets (``< Answer >``).
+4. If the reply has a closed ``<think>...</think>`` block, only the text after the last
+   ``</think>`` is searched: an answer written while thinking is not the answer.
+5. The answer opens at the last ``<answer>`` that a ``</answer>`` follows and ends at the
+   first ``</answer>`` after it, so repeated answers resolve to the last complete one and
+   nested tags to the innermost. A missing closing tag is a format error.
+6. With a separator (``"||"`` for games), the answer is split on it; pieces are stripped and
+   empty pieces skipped. Without one (SQL, free-form answers) the stripped answer is one action.
+7. No action left → format error. More than ``max_actions_per_turn`` → the extra ones are
+   dropped (counted in :attr:`ParsedReply.dropped`); the format is still fine.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import NamedTuple
+
+__all__ = ["AnswerFormat", "ParsedReply", "parse_reply"]
+
+_OPEN = re.compile(r"<\s*answer\s*>", re.IGNORECASE)
+_CLOSE = re.compile(r"<\s*/\s*answer\s*>", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"<\s*/\s*think\s*>", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class AnswerFormat:
+    """How an env reads the answer out of a reply.
+
+    Args:
+        separator: splits one answer into several actions (``"||"``); ``None`` keeps the
+            whole answer as a single action.
+        max_actions_per_turn: actions kept from one reply; ``None`` for no limit.
+    """
+
+    separator: str | None = "||"
+    max_actions_per_turn: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.separator is not None and (not isinstance(self.separator, str) or not self.separator.strip()):
+            raise ValueError(f"separator must be a non-blank string or None, got {self.separator!r}")
+        if self.max_actions_per_turn is not None and (
+            not isinstance(self.max_actions_per_turn, int) or self.max_actions_per_turn < 1
+        ):
+            raise ValueError(
+                f"max_actions_per_turn must be a positive int or None, got {self.max_actions_per_turn!r}"
+            )
+
+    def describe(self, example: str) -> str:
+        """One sentence for an env's instructions, e.g. ``describe("Up || Left")``."""
+        text = f"Think as you like, then give your answer as <answer>{example}</answer>."
+        if self.separator is not None:
+            text += f" Separate several actions with {self.separator!r}"
+            if self.max_actions_per_turn is not None:
+                text += f" (at most {self.max_actions_per_turn} per turn; extra ones are ignored)"
+            text += "."
+        return text
+
+
+class ParsedReply(NamedTuple):
+    """What :func:`parse_reply` read. ``error`` says why ``format_ok`` is false."""
+
+    actions: tuple[str, ...]
+    format_ok: bool
+    error: str | None = None
+    dropped: int = 0
+
+
+def parse_reply(reply: object, fmt: AnswerFormat) -> ParsedReply:
+    """Read the actions out of one model reply. Never raises on any input."""
+    if not isinstance(reply, str):
+        return ParsedReply((), False, f"reply must be a string, got {type(reply).__name__}")
+    text = reply if reply.isascii() else unicodedata.normalize("NFKC", reply)
+    start = 0
+    for start_match in _THINK_CLOSE.finditer(text):
+        start = start_match.end()
+    close = None
+    for close in _CLOSE.finditer(text, start):
+        pass
+    if close is None:
+        return ParsedReply((), False, "no <answer>...</answer> found")
+    opening = None
+    for opening in _OPEN.finditer(text, start, close.start()):
+        pass
+    if opening is None:
+        return ParsedReply((), False, "</answer> without a matching <answer>")
+    # The first closing tag after that opening: nested tags give the innermost answer.
+    close = _CLOSE.search(text, opening.end())
+    answer = text[opening.end() : close.start()]  # type: ignore[union-attr]
+    if fmt.separator is None:
+        actions = (answer.strip(),) if answer.strip() else ()
+    else:
+        actions = tuple(piece for piece in map(str.strip, answer.split(fmt.separator)) if piece)
+    if not actions:
+        return ParsedReply((), False, "empty <answer></answer>")
+    limit = fmt.max_actions_per_turn
+    if limit is not None and len(actions) > limit:
+        return ParsedReply(actions[:limit], True, None, len(actions) - limit)
+    return ParsedReply(actions, True)

@@ -1,0 +1,60 @@
+"""Every registered ``grl/*`` id, in one greppable place.
+
+Entry points are strings, so registering imports no env module; kwargs are JSON-serialisable.
+``max_episode_steps`` is always the env's ``max_turns`` (the one turn budget): to change it,
+pass both, e.g. ``gymnasium.make(id, max_turns=10, max_episode_steps=10)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+
+__all__ = ["PRESETS", "register_all"]
+
+_SOKOBAN = "agent_envs.envs.sokoban.env:SokobanEnv"
+_SOKOBAN_VECTOR = "agent_envs.envs.sokoban:make_vector_env"
+
+#: id → (entry point, vector entry point, kwargs). ``max_turns`` is also max_episode_steps.
+PRESETS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    # GRL's Sokoban: 6x6 room, 1 box, 6 turns, 5 actions per turn, 10 per episode.
+    "grl/Sokoban-v0": (
+        _SOKOBAN,
+        _SOKOBAN_VECTOR,
+        dict(width=6, height=6, num_boxes=1, max_turns=6, max_actions_per_turn=5,
+             max_actions_per_episode=10),
+    ),
+    "grl/Sokoban-8x8-v0": (
+        _SOKOBAN,
+        _SOKOBAN_VECTOR,
+        dict(width=8, height=8, num_boxes=1, max_turns=10, max_actions_per_turn=5,
+             max_actions_per_episode=50),
+    ),
+    "grl/Sokoban-8x8-2box-v0": (
+        _SOKOBAN,
+        _SOKOBAN_VECTOR,
+        dict(width=8, height=8, num_boxes=2, max_turns=20, max_actions_per_turn=5,
+             max_actions_per_episode=100),
+    ),
+    "grl/Sokoban-10x10-3box-v0": (
+        _SOKOBAN,
+        _SOKOBAN_VECTOR,
+        dict(width=10, height=10, num_boxes=3, max_turns=30, max_actions_per_turn=5,
+             max_actions_per_episode=150),
+    ),
+}  # fmt: skip
+
+
+def register_all() -> None:
+    """Register every preset with Gymnasium (idempotent)."""
+    for env_id, (entry_point, vector_entry_point, kwargs) in PRESETS.items():
+        if env_id in gymnasium.registry:
+            continue
+        gymnasium.register(
+            id=env_id,
+            entry_point=entry_point,
+            vector_entry_point=vector_entry_point,
+            max_episode_steps=kwargs["max_turns"],
+            kwargs=dict(kwargs),
+        )

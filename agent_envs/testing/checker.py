@@ -1,0 +1,222 @@
+"""`check_text_env`: the contract every registered ``grl/*`` id must pass.
+
+It runs Gymnasium's own ``check_env`` and then what a text env adds: garbage model output
+never raises, observations stay inside the declared charset, the common info keys are always
+there, episodes replay identically in two fresh Python processes (different hash seeds),
+mid-episode states survive pickling and deepcopy, every render mode renders, and the chat
+transcript is well formed. It raises ``AssertionError`` on the first violation and returns
+nothing otherwise.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import multiprocessing
+import pickle
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.utils.env_checker import check_env
+
+from agent_envs.core.env import COMMON_INFO_KEYS, TextEnv
+
+__all__ = ["check_text_env", "garbage_replies"]
+
+_SEED = 20261121
+
+
+def garbage_replies(rng: np.random.Generator) -> list[Any]:
+    """Model output that must be handled as invalid actions, never as exceptions."""
+    random_bytes = rng.integers(0, 256, 4096, dtype=np.uint8).tobytes()
+    return [
+        "",
+        " \n\t ",
+        "x" * 1_000_000,
+        "<answer>" + "Up || " * 100_000 + "</answer>",
+        random_bytes.decode("latin-1"),
+        random_bytes.decode("utf-8", errors="replace"),
+        random_bytes.decode("utf-16-le", errors="surrogatepass")[:2000],
+        "<answer>",
+        "</answer>",
+        "<answer></answer>",
+        "<answer><answer></answer>",
+        "<аnswer>Up</аnswer>",  # Cyrillic 'а'
+        "＜answer＞ｕｐ＜/answer＞",
+        "<answer>\x00\x01\x02</answer>",
+        "<answer>🤖 || 中文 || עברית</answer>",
+        "<answer>" + "\u200b" * 10 + "</answer>",
+        "<think>" * 1000,
+        None,
+        b"<answer>Up</answer>",
+        12345,
+    ]
+
+
+def _assert_info(info: dict[str, Any], env: TextEnv, where: str) -> None:
+    missing = [key for key in (*COMMON_INFO_KEYS, *env.extra_info_keys) if key not in info]
+    assert not missing, f"{where}: info is missing keys {missing}"
+    assert isinstance(info["parsed_actions"], list), f"{where}: parsed_actions must be a list"
+    assert isinstance(info["state_hash"], str), f"{where}: state_hash must be a str"
+    assert info["truncation_reason"] in (None, "max_turns", "action_budget"), (
+        f"{where}: bad truncation_reason {info['truncation_reason']!r}"
+    )
+    for key in ("action_valid", "format_ok", "action_effective", "success"):
+        assert isinstance(info[key], bool), f"{where}: info[{key!r}] must be a bool"
+
+
+def _assert_observation(observation: Any, env: TextEnv, where: str) -> None:
+    assert isinstance(observation, str), f"{where}: observation must be a str"
+    assert observation in env.observation_space, (
+        f"{where}: observation outside the observation space "
+        f"(length {len(observation)}, characters {sorted(set(observation) - set(env.observation_space.character_set))[:10]})"
+    )
+
+
+def _policy_replies(env: TextEnv, count: int) -> list[str]:
+    """Replies for determinism checks: the env's random baseline if it has one."""
+    from agent_envs.core.policies import format_answer
+
+    rng = np.random.default_rng(_SEED)
+    try:
+        return [format_answer(env.random_actions(rng), env.answer_format) for _ in range(count)]
+    except NotImplementedError:
+        return ["<answer>0</answer>", "no answer here"] * (count // 2 + 1)
+
+
+def _rollout(env: TextEnv, seed: int, replies: list[str]) -> list[tuple]:
+    """Reset with ``seed``, play ``replies`` (resetting when an episode ends); the record."""
+    observation, info = env.reset(seed=seed)
+    record: list[tuple] = [(observation, info["state_hash"], info["episode_seed"])]
+    for reply in replies:
+        observation, reward, terminated, truncated, info = env.step(reply)
+        record.append((observation, float(reward), terminated, truncated, info["state_hash"]))
+        if terminated or truncated:
+            observation, info = env.reset()
+            record.append((observation, info["state_hash"], info["episode_seed"]))
+    return record
+
+
+def _rollout_pickled(env_bytes: bytes, seed: int, replies: list[str]) -> list[tuple]:
+    return _rollout(pickle.loads(env_bytes), seed, replies)
+
+
+def _check_garbage(env: TextEnv) -> None:
+    env.reset(seed=_SEED)
+    for index, reply in enumerate(garbage_replies(np.random.default_rng(_SEED))):
+        where = f"garbage reply #{index}"
+        try:
+            observation, reward, terminated, truncated, info = env.step(reply)
+        except Exception as error:  # the contract: model output never raises
+            raise AssertionError(f"{where} raised {error!r}") from error
+        _assert_observation(observation, env, where)
+        _assert_info(info, env, where)
+        assert isinstance(reward, (int, float)) and math.isfinite(reward), f"{where}: bad reward"
+        if not info["format_ok"]:
+            assert not info["action_valid"], f"{where}: an unreadable answer cannot be valid"
+            assert info["num_actions"] == 0, f"{where}: nothing may execute without an answer"
+        if terminated or truncated:
+            env.reset()
+
+
+def _check_determinism(env: TextEnv) -> None:
+    replies = _policy_replies(env, 12)
+    env_bytes = pickle.dumps(env)
+    here = _rollout(pickle.loads(env_bytes), _SEED, replies)
+    context = multiprocessing.get_context("spawn")
+    records = []
+    for _ in range(2):  # two fresh interpreters: different hash seeds, nothing cached
+        with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+            records.append(pool.submit(_rollout_pickled, env_bytes, _SEED, replies).result())
+    assert records[0] == records[1], "episodes differ between two fresh processes"
+    assert records[0] == here, "episodes differ between this process and a fresh one"
+
+
+def _check_copies(env: TextEnv) -> None:
+    replies = _policy_replies(env, 4)
+    env.reset(seed=_SEED + 1)
+    env.step(replies[0])
+    for name, clone in (
+        ("pickle", pickle.loads(pickle.dumps(env))),
+        ("deepcopy", copy.deepcopy(env)),
+    ):
+        assert clone.state_hash() == env.state_hash(), f"{name}: state differs after copying"
+        assert clone.messages() == env.messages(), f"{name}: transcript differs after copying"
+        probe = copy.deepcopy(env)
+        for reply in replies[1:]:
+            expected = probe.step(reply)
+            got = clone.step(reply)
+            assert expected[:4] == got[:4] and expected[4]["state_hash"] == got[4]["state_hash"], (
+                f"{name}: a copied env does not continue like the original"
+            )
+            if expected[2] or expected[3]:
+                break
+
+
+def _check_render_modes(env: TextEnv) -> None:
+    for mode in env.metadata["render_modes"]:
+        clone = copy.deepcopy(env)
+        clone.render_mode = mode
+        clone.reset(seed=_SEED)
+        frame = clone.render()
+        if mode == "ansi":
+            assert isinstance(frame, str) and frame, "render_mode='ansi' must return text"
+        elif mode == "rgb_array":
+            assert isinstance(frame, np.ndarray) and frame.ndim == 3 and frame.shape[2] == 3, (
+                "render_mode='rgb_array' must return an HxWx3 array"
+            )
+            assert frame.dtype == np.uint8, "rgb_array frames must be uint8"
+        elif mode == "human":
+            assert frame is None, "render_mode='human' must return None"
+        clone.close()
+
+
+def _check_messages(env: TextEnv) -> None:
+    replies = _policy_replies(env, 3)
+    env.reset(seed=_SEED)
+    played = 0
+    for reply in replies:
+        _, _, terminated, truncated, _ = env.step(reply)
+        played += 1
+        if terminated or truncated:
+            break
+    messages = env.messages()
+    assert messages[0]["role"] == "system" and messages[0]["content"] == env.instructions
+    assert len(messages) == 2 + 2 * played, "one user and one assistant message per turn"
+    roles = [message["role"] for message in messages[1:]]
+    assert roles == ["user", "assistant"] * played + ["user"], f"bad role order {roles}"
+    assert all(isinstance(message["content"], str) for message in messages)
+    window = env.messages(window=1)
+    assert window[0] == messages[0] and window[1:] == messages[-3:], "window=1 keeps one turn"
+
+
+def check_text_env(env: gym.Env) -> None:
+    """Raise ``AssertionError`` if ``env`` breaks the text-env contract; see module docstring."""
+    base = env.unwrapped
+    assert isinstance(base, TextEnv), f"{type(base).__name__} is not an agent_envs TextEnv"
+    assert isinstance(base.observation_space, gym.spaces.Text), "observation_space must be Text"
+    assert isinstance(base.action_space, gym.spaces.Text), "action_space must be Text"
+    assert isinstance(base.instructions, str) and base.instructions, "instructions must be text"
+    assert base.instructions.isascii(), "instructions must be ASCII"
+    doc = type(base).__doc__ or ""
+    undocumented = [key for key in base.extra_info_keys if f"``{key}``" not in doc]
+    assert not undocumented, f"env-specific info keys missing from the docstring: {undocumented}"
+    if env.spec is not None and env.spec.max_episode_steps is not None:
+        assert env.spec.max_episode_steps == base.max_turns, (
+            f"max_episode_steps={env.spec.max_episode_steps} must equal max_turns={base.max_turns}"
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_env(copy.deepcopy(base), skip_render_check=False, skip_close_check=True)
+    observation, info = base.reset(seed=_SEED)
+    _assert_observation(observation, base, "reset")
+    _assert_info(info, base, "reset")
+    assert info["episode_seed"] == _SEED, "info['episode_seed'] must be the seed passed to reset"
+    _check_garbage(base)
+    _check_copies(base)
+    _check_messages(base)
+    _check_render_modes(base)
+    _check_determinism(base)

@@ -1,0 +1,43 @@
+"""The batched multi-turn API: :class:`TextVectorEnv` and the ``make_vec`` entry point."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from gymnasium.vector import AutoresetMode
+
+from agent_envs.vector.batch import batch_infos
+from agent_envs.vector.seeding import SeedStream
+from agent_envs.vector.vector_env import TextVectorEnv
+
+__all__ = ["AutoresetMode", "SeedStream", "TextVectorEnv", "batch_infos", "vector_entry_point"]
+
+_VECTOR_KWARGS = ("group_size", "autoreset_mode", "mode", "num_workers", "context")
+
+
+def vector_entry_point(env_cls: Callable[..., Any]) -> Callable[..., TextVectorEnv]:
+    """Build the ``vector_entry_point`` that ``gymnasium.make_vec`` calls for a text env.
+
+    The returned creator takes ``num_envs``, the vector options (``group_size``,
+    ``autoreset_mode``, ``mode``, ``num_workers``, ``context``) and the env's own keyword
+    arguments. ``make_vec`` also passes the registered ``max_episode_steps``; it must equal the
+    env's ``max_turns`` (the one turn budget), otherwise a ``ValueError`` names both.
+    """
+
+    def make(num_envs: int = 1, max_episode_steps: int | None = None, **kwargs: Any) -> TextVectorEnv:
+        vector_kwargs = {key: kwargs.pop(key) for key in _VECTOR_KWARGS if key in kwargs}
+        max_turns = kwargs.get("max_turns")
+        if max_episode_steps is not None and max_turns is not None and max_turns != max_episode_steps:
+            raise ValueError(
+                f"max_turns={max_turns} and max_episode_steps={max_episode_steps} disagree: "
+                "the turn budget is max_turns; pass both with the same value"
+            )
+        if max_episode_steps is not None and max_turns is None:
+            kwargs["max_turns"] = max_episode_steps
+        env_fn = functools.partial(env_cls, **kwargs)
+        return TextVectorEnv([env_fn] * num_envs, **vector_kwargs)
+
+    make.__name__ = f"make_{getattr(env_cls, '__name__', 'text')}_vector"
+    return make

@@ -1,0 +1,1 @@
+"""Leaderboard and throughput scripts; committed result tables live in ``benchmarks/results/``."""

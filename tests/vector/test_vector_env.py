@@ -1,0 +1,162 @@
+"""The text vector env: seeds, groups, masks, autoreset modes, sync and async."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+from agent_envs.vector import TextVectorEnv, batch_infos
+from tests.core.toy_env import CounterEnv
+
+INC = "<answer>inc</answer>"
+WAIT = "<answer>wait</answer>"
+
+
+def make(num_envs=4, *, goal=2, start_high=1000, **kwargs):
+    env_fn = functools.partial(CounterEnv, goal=goal, start_high=start_high, max_turns=3)
+    return TextVectorEnv([env_fn] * num_envs, **kwargs)
+
+
+@pytest.fixture(params=["sync", "async"])
+def mode(request):
+    return request.param
+
+
+def test_vector__reset_seed_is_reproducible_and_envs_differ(mode):
+    envs = make(4, mode=mode)
+    first, info = envs.reset(seed=11)
+    again, _ = envs.reset(seed=11)
+    envs.close()
+    assert first == again
+    assert len(set(first)) == 4
+    assert info["_episode_seed"].all() and len(set(info["episode_seed"])) == 4
+
+
+def test_vector__sync_and_async_agree():
+    results = []
+    for mode in ("sync", "async"):
+        envs = make(4, mode=mode, num_workers=2)
+        trace = [envs.reset(seed=5)[0]]
+        for _ in range(5):
+            observations, rewards, terminations, truncations, _ = envs.step([INC, WAIT, INC, INC])
+            trace.append((observations, rewards.tolist(), terminations.tolist(), truncations.tolist()))
+        envs.close()
+        results.append(trace)
+    assert results[0] == results[1]
+
+
+def test_vector__groups_share_their_start_and_their_autoreset_seeds(mode):
+    envs = make(6, group_size=3, mode=mode)
+    observations, info = envs.reset(seed=1)
+    assert observations[0] == observations[1] == observations[2] != observations[3]
+    assert observations[3] == observations[4] == observations[5]
+    # env 0 finishes early (truncated after 3 turns either way); members autoreset at
+    # different steps and still start their second episodes identically
+    seeds = {}
+    for _ in range(8):
+        _, _, _, _, info = envs.step([WAIT] * 6)
+        for index in np.flatnonzero(info["_turn"]):
+            if info["turn"][index] == 0:
+                seeds.setdefault(index, info["episode_seed"][index])
+    envs.close()
+    assert seeds[0] == seeds[1] == seeds[2] != seeds[3]
+
+
+def test_vector__list_of_seeds_gives_each_env_its_seed():
+    envs = make(3)
+    _, info = envs.reset(seed=[4, 5, 4])
+    assert info["episode_seed"].tolist() == [4, 5, 4]
+
+
+def test_vector__mask_steps_only_chosen_envs(mode):
+    envs = make(3, mode=mode)
+    envs.reset(seed=0)
+    before = envs.call("count")
+    _, rewards, terminations, _, info = envs.step([INC] * 3, mask=np.array([True, False, True]))
+    after = envs.call("count")
+    envs.close()
+    assert after[1] == before[1] and after[0] == before[0] + 1 and after[2] == before[2] + 1
+    assert info["_turn"].tolist() == [True, False, True]
+    assert rewards[1] == 0.0 and not terminations[1]
+
+
+def test_vector__next_step_autoreset_resets_on_the_following_step():
+    envs = make(1, goal=1, start_high=0, autoreset_mode="next_step")
+    envs.reset(seed=0)
+    _, reward, terminated, _, _ = envs.step([INC])
+    assert terminated[0] and reward[0] == 1.0
+    observations, reward, terminated, _, info = envs.step([INC])
+    assert observations == ("count=0",) and reward[0] == 0.0 and not terminated[0]
+    assert info["turn"][0] == 0
+
+
+def test_vector__same_step_autoreset_keeps_the_final_observation():
+    envs = make(2, goal=1, start_high=0, autoreset_mode=AutoresetMode.SAME_STEP)
+    envs.reset(seed=0)
+    observations, reward, terminated, _, info = envs.step([INC, WAIT])
+    assert terminated.tolist() == [True, False]
+    assert observations[0] == "count=0"
+    assert info["_final_obs"].tolist() == [True, False]
+    assert info["final_obs"][0] == "count=1"
+    assert info["final_info"]["success"][0]
+    assert info["final_info"]["_success"].tolist() == [True, False]
+
+
+def test_vector__disabled_autoreset_and_reset_mask():
+    envs = make(2, goal=1, start_high=0, autoreset_mode="disabled")
+    envs.reset(seed=0)
+    envs.step([INC, WAIT])
+    observations, _, terminated, _, _ = envs.step([WAIT, WAIT])
+    assert observations[0] == "count=1" and terminated[0]  # finished env stays finished
+    observations, info = envs.reset(options={"reset_mask": np.array([True, False])})
+    assert observations == ("count=0", "count=0")
+    assert info["_turn"].tolist() == [True, False]
+    assert envs.call("turn") == (0, 2)
+
+
+def test_vector__autoreset_seeds_are_reproducible():
+    traces = []
+    for _ in range(2):
+        envs = make(2, goal=1, start_high=1000)
+        envs.reset(seed=9)
+        trace = [envs.step([WAIT, INC])[0] for _ in range(8)]
+        traces.append(trace)
+    assert traces[0] == traces[1]
+
+
+def test_vector__env_errors_in_workers_are_reported():
+    envs = TextVectorEnv([functools.partial(CounterEnv, goal=2)] * 2, mode="async")
+    envs.reset(seed=0)
+    with pytest.raises(RuntimeError, match="no attribute"):
+        envs.call("not_an_attribute")
+    envs.close()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [({"group_size": 3}, "group_size"), ({"mode": "threads"}, "mode"),
+     ({"autoreset_mode": "sometimes"}, "autoreset_mode"), ({"num_workers": 0}, "num_workers")],
+)  # fmt: skip
+def test_vector__bad_configuration_names_the_argument(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        make(4, **kwargs)
+
+
+def test_vector__bad_step_arguments_name_the_argument():
+    envs = make(2)
+    envs.reset(seed=0)
+    with pytest.raises(ValueError, match="actions"):
+        envs.step([INC])
+    with pytest.raises(ValueError, match="mask"):
+        envs.step([INC, INC], mask=[1, 0])
+
+
+def test_batch_infos__masks_and_dtypes():
+    batched = batch_infos([{"a": 1, "b": "x"}, None, {"a": 3, "c": [1]}])
+    assert batched["a"].dtype == np.int64 and batched["a"].tolist() == [1, 0, 3]
+    assert batched["_a"].tolist() == [True, False, True]
+    assert batched["b"].tolist() == ["x", None, None] and batched["_b"].tolist() == [True, False, False]
+    assert batched["c"][2] == [1]
