@@ -2,30 +2,37 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 __all__ = ["SeedStream", "group_streams"]
+
+_BLOCK = 256  # seeds generated per SeedSequence call (one call costs ~20 µs, a seed ~0.1 µs)
 
 
 @dataclass
 class SeedStream:
     """The k-th call to :meth:`next` returns the k-th episode seed of one group.
 
-    Seeds depend only on ``(entropy, key, k)``, never on how long episodes ran or on which
-    process draws them, so members of a group (same ``entropy`` and ``key``) start every
-    episode identically and autoresets reproduce across runs.
+    Seed k is word ``k % 256`` of ``SeedSequence(entropy, spawn_key=(*key, k // 256))``, so
+    seeds depend only on ``(entropy, key, k)``, never on how long episodes ran or on which
+    process draws them: members of a group (same ``entropy`` and ``key``) start every episode
+    identically and autoresets reproduce across runs.
     """
 
     entropy: int
     key: tuple[int, ...] = ()
     count: int = 0
+    _block: list[int] = field(default_factory=list, repr=False, compare=False)
 
     def next(self) -> int:
-        sequence = np.random.SeedSequence(self.entropy, spawn_key=(*self.key, self.count))
+        offset = self.count % _BLOCK
+        if offset == 0 or not self._block:
+            sequence = np.random.SeedSequence(self.entropy, spawn_key=(*self.key, self.count // _BLOCK))
+            self._block = (sequence.generate_state(_BLOCK, np.uint64) >> np.uint64(1)).tolist()
         self.count += 1
-        return int(sequence.generate_state(1, np.uint64)[0] >> np.uint64(1))
+        return self._block[offset]
 
 
 def group_streams(entropy: int, num_envs: int, group_size: int) -> list[SeedStream]:

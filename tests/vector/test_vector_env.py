@@ -160,3 +160,15 @@ def test_batch_infos__masks_and_dtypes():
     assert batched["_a"].tolist() == [True, False, True]
     assert batched["b"].tolist() == ["x", None, None] and batched["_b"].tolist() == [True, False, False]
     assert batched["c"][2] == [1]
+
+
+def test_seed_stream__depends_only_on_entropy_key_and_count():
+    from agent_envs.vector.seeding import SeedStream
+
+    a, b = SeedStream(5, (1,)), SeedStream(5, (1,))
+    first = [a.next() for _ in range(300)]
+    assert first == [b.next() for _ in range(300)]
+    assert len(set(first)) == 300 and all(0 <= seed < 2**63 for seed in first)
+    assert SeedStream(5, (2,)).next() != first[0] and SeedStream(6, (1,)).next() != first[0]
+    resumed = SeedStream(5, (1,), count=257)
+    assert resumed.next() == first[257]
