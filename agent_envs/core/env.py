@@ -274,7 +274,14 @@ class TextEnv(gym.Env[str, str]):
                     f"{'unknown' if decoded is None else 'illegal here'}; "
                     "the rest of the answer was not executed."
                 )
-                return reward + self.invalid_action_penalty, False, effective, False, executed, feedback
+                return (
+                    reward + self.invalid_action_penalty,
+                    False,
+                    effective,
+                    False,
+                    executed,
+                    feedback,
+                )
             reward += result.reward
             effective = effective or result.effective
             executed += 1

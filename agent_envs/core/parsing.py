@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import deque
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -47,13 +48,18 @@ class AnswerFormat:
     max_actions_per_turn: int | None = None
 
     def __post_init__(self) -> None:
-        if self.separator is not None and (not isinstance(self.separator, str) or not self.separator.strip()):
-            raise ValueError(f"separator must be a non-blank string or None, got {self.separator!r}")
+        if self.separator is not None and (
+            not isinstance(self.separator, str) or not self.separator.strip()
+        ):
+            raise ValueError(
+                f"separator must be a non-blank string or None, got {self.separator!r}"
+            )
         if self.max_actions_per_turn is not None and (
             not isinstance(self.max_actions_per_turn, int) or self.max_actions_per_turn < 1
         ):
             raise ValueError(
-                f"max_actions_per_turn must be a positive int or None, got {self.max_actions_per_turn!r}"
+                "max_actions_per_turn must be a positive int or None, "
+                f"got {self.max_actions_per_turn!r}"
             )
 
     def describe(self, example: str) -> str:
@@ -76,22 +82,22 @@ class ParsedReply(NamedTuple):
     dropped: int = 0
 
 
+def _last(pattern: re.Pattern[str], text: str, start: int, end: int) -> re.Match[str] | None:
+    found = deque(pattern.finditer(text, start, end), maxlen=1)
+    return found[0] if found else None
+
+
 def parse_reply(reply: object, fmt: AnswerFormat) -> ParsedReply:
     """Read the actions out of one model reply. Never raises on any input."""
     if not isinstance(reply, str):
         return ParsedReply((), False, f"reply must be a string, got {type(reply).__name__}")
     text = reply if reply.isascii() else unicodedata.normalize("NFKC", reply)
-    start = 0
-    for start_match in _THINK_CLOSE.finditer(text):
-        start = start_match.end()
-    close = None
-    for close in _CLOSE.finditer(text, start):
-        pass
+    think = _last(_THINK_CLOSE, text, 0, len(text))
+    start = 0 if think is None else think.end()
+    close = _last(_CLOSE, text, start, len(text))
     if close is None:
         return ParsedReply((), False, "no <answer>...</answer> found")
-    opening = None
-    for opening in _OPEN.finditer(text, start, close.start()):
-        pass
+    opening = _last(_OPEN, text, start, close.start())
     if opening is None:
         return ParsedReply((), False, "</answer> without a matching <answer>")
     # The first closing tag after that opening: nested tags give the innermost answer.

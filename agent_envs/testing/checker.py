@@ -70,9 +70,10 @@ def _assert_info(info: dict[str, Any], env: TextEnv, where: str) -> None:
 
 def _assert_observation(observation: Any, env: TextEnv, where: str) -> None:
     assert isinstance(observation, str), f"{where}: observation must be a str"
+    outside = sorted(set(observation) - set(env.observation_space.character_set))
     assert observation in env.observation_space, (
         f"{where}: observation outside the observation space "
-        f"(length {len(observation)}, characters {sorted(set(observation) - set(env.observation_space.character_set))[:10]})"
+        f"(length {len(observation)}, characters outside the charset {outside[:10]})"
     )
 
 

@@ -95,7 +95,7 @@ def test_text_env__step_after_the_end_executes_nothing():
     env = CounterEnv(goal=1)
     env.reset(seed=0)
     env.step("<answer>inc</answer>")
-    observation, reward, terminated, _, info = env.step("<answer>dec</answer>")
+    _observation, reward, terminated, _, info = env.step("<answer>dec</answer>")
     assert terminated and reward == 0.0 and info["num_actions"] == 0 and env.count == 1
 
 
@@ -113,7 +113,14 @@ def test_text_env__messages_and_window():
     env.step("<answer>inc</answer>")
     env.step("<answer>inc</answer>")
     messages = env.messages()
-    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert [m["role"] for m in messages] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+    ]
     assert messages[0]["content"] == env.instructions
     assert [m["content"] for m in messages[1:]] == [
         "count=0", "<answer>inc</answer>", "count=1", "<answer>inc</answer>", "count=2",

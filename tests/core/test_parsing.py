@@ -19,7 +19,11 @@ GAME_TABLE = [
     ("<answer>\nUp ||\nDown\n</answer>", ("Up", "Down"), True),
     # thinking first
     ("<think>The box is left of me.</think><answer>Left</answer>", ("Left",), True),
-    ("<think>\nplan: up then right\n</think>\n\n<answer>Up || Right</answer>", ("Up", "Right"), True),
+    (
+        "<think>\nplan: up then right\n</think>\n\n<answer>Up || Right</answer>",
+        ("Up", "Right"),
+        True,
+    ),
     ("Let me think. I should push the box down.\n<answer>Down</answer>", ("Down",), True),
     # an answer written while thinking is not the answer
     ("<think>maybe <answer>Up</answer>?</think><answer>Down</answer>", ("Down",), True),
@@ -77,7 +81,11 @@ GAME_TABLE = [
 SQL_TABLE = [
     ("<answer>SELECT a || b FROM t</answer>", ("SELECT a || b FROM t",), True),
     ("<answer>\nSELECT 1;\n</answer>", ("SELECT 1;",), True),
-    ("<think>count rows</think><answer>SELECT COUNT(*) FROM t</answer>", ("SELECT COUNT(*) FROM t",), True),
+    (
+        "<think>count rows</think><answer>SELECT COUNT(*) FROM t</answer>",
+        ("SELECT COUNT(*) FROM t",),
+        True,
+    ),
     ("```sql\nSELECT 1\n```", (), False),
 ]
 

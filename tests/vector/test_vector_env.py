@@ -42,7 +42,9 @@ def test_vector__sync_and_async_agree():
         trace = [envs.reset(seed=5)[0]]
         for _ in range(5):
             observations, rewards, terminations, truncations, _ = envs.step([INC, WAIT, INC, INC])
-            trace.append((observations, rewards.tolist(), terminations.tolist(), truncations.tolist()))
+            trace.append(
+                (observations, rewards.tolist(), terminations.tolist(), truncations.tolist())
+            )
         envs.close()
         results.append(trace)
     assert results[0] == results[1]
@@ -96,7 +98,7 @@ def test_vector__next_step_autoreset_resets_on_the_following_step():
 def test_vector__same_step_autoreset_keeps_the_final_observation():
     envs = make(2, goal=1, start_high=0, autoreset_mode=AutoresetMode.SAME_STEP)
     envs.reset(seed=0)
-    observations, reward, terminated, _, info = envs.step([INC, WAIT])
+    observations, _reward, terminated, _, info = envs.step([INC, WAIT])
     assert terminated.tolist() == [True, False]
     assert observations[0] == "count=0"
     assert info["_final_obs"].tolist() == [True, False]
@@ -158,7 +160,11 @@ def test_batch_infos__masks_and_dtypes():
     batched = batch_infos([{"a": 1, "b": "x"}, None, {"a": 3, "c": [1]}])
     assert batched["a"].dtype == np.int64 and batched["a"].tolist() == [1, 0, 3]
     assert batched["_a"].tolist() == [True, False, True]
-    assert batched["b"].tolist() == ["x", None, None] and batched["_b"].tolist() == [True, False, False]
+    assert batched["b"].tolist() == ["x", None, None] and batched["_b"].tolist() == [
+        True,
+        False,
+        False,
+    ]
     assert batched["c"][2] == [1]
 
 
