@@ -15,6 +15,9 @@ __all__ = ["PRESETS", "register_all"]
 
 _SOKOBAN = "agent_envs.envs.sokoban.env:SokobanEnv"
 _SOKOBAN_VECTOR = "agent_envs.envs.sokoban:make_vector_env"
+_BLOCKSWORLD = "agent_envs.envs.blocksworld.env:BlocksworldEnv"
+_BLOCKSWORLD_VECTOR = "agent_envs.envs.blocksworld:make_vector_env"
+_GRL_BLOCKSWORLD_BUDGET = dict(max_turns=11, max_actions_per_turn=5, max_actions_per_episode=20)
 
 #: id → (entry point, vector entry point, kwargs). ``max_turns`` is also max_episode_steps.
 PRESETS: dict[str, tuple[str, str, dict[str, Any]]] = {
@@ -42,6 +45,32 @@ PRESETS: dict[str, tuple[str, str, dict[str, Any]]] = {
         _SOKOBAN_VECTOR,
         dict(width=10, height=10, num_boxes=3, max_turns=30, max_actions_per_turn=5,
              max_actions_per_episode=150),
+    ),
+    # GRL's Blocksworld: 11 turns, 5 actions per turn, 20 per episode; text, 1d and 2d views.
+    "grl/Blocksworld-v0": (
+        _BLOCKSWORLD,
+        _BLOCKSWORLD_VECTOR,
+        dict(num_blocks=3, observation_mode="text", **_GRL_BLOCKSWORLD_BUDGET),
+    ),
+    "grl/Blocksworld-4-v0": (
+        _BLOCKSWORLD,
+        _BLOCKSWORLD_VECTOR,
+        dict(num_blocks=4, observation_mode="text", **_GRL_BLOCKSWORLD_BUDGET),
+    ),
+    "grl/Blocksworld-5-v0": (
+        _BLOCKSWORLD,
+        _BLOCKSWORLD_VECTOR,
+        dict(num_blocks=5, observation_mode="text", **_GRL_BLOCKSWORLD_BUDGET),
+    ),
+    "grl/Blocksworld-1d-v0": (
+        _BLOCKSWORLD,
+        _BLOCKSWORLD_VECTOR,
+        dict(num_blocks=3, observation_mode="1d", **_GRL_BLOCKSWORLD_BUDGET),
+    ),
+    "grl/Blocksworld-2d-v0": (
+        _BLOCKSWORLD,
+        _BLOCKSWORLD_VECTOR,
+        dict(num_blocks=3, observation_mode="2d", **_GRL_BLOCKSWORLD_BUDGET),
     ),
 }  # fmt: skip
 
