@@ -56,12 +56,14 @@ _SEED_BOUND = 2**63 - 1
 
 
 class ActionResult(NamedTuple):
-    """What one executed action did."""
+    """What one executed action did. ``message`` (ASCII) says why an invalid action was
+    illegal; it is shown to the model in the turn's feedback line."""
 
     reward: float
     valid: bool
     effective: bool
     done: bool
+    message: str = ""
 
 
 def _check_positive(name: str, value: object, *, allow_none: bool) -> None:
@@ -269,9 +271,12 @@ class TextEnv(gym.Env[str, str]):
                     reward += result.reward
                     executed += 1
                 self._actions_taken += executed
+                if result is None:
+                    why = "unknown"
+                else:
+                    why = result.message or "illegal here"
                 feedback = (
-                    f"Invalid action {index + 1} of {len(actions)}: "
-                    f"{'unknown' if decoded is None else 'illegal here'}; "
+                    f"Invalid action {index + 1} of {len(actions)}: {why}; "
                     "the rest of the answer was not executed."
                 )
                 return (

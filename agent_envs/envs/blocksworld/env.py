@@ -205,10 +205,15 @@ class BlocksworldEnv(TextEnv):
         return decode_action(text)
 
     def _execute(self, action: Move) -> ActionResult:
+        problem = dynamics.check_move(self._state, action)
         transition = dynamics.step(self._state, action, self._goal)
         self._state = transition.state
         return ActionResult(
-            transition.reward, transition.legal, transition.moved, transition.solved
+            transition.reward,
+            transition.legal,
+            transition.moved,
+            transition.solved,
+            "" if problem is None else problem,
         )
 
     def _render_text(self) -> str:

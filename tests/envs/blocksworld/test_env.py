@@ -222,7 +222,8 @@ def test_blocksworld_env__illegal_move_feedback_precedes_the_observation():
     env = loaded(NEAR, observation_mode="1d")
     observation, *_ = env.step("<answer>move 3 to 2 || move 1 to 3 || move 3 to table</answer>")
     assert observation == (
-        "Invalid action 2 of 3: illegal here; the rest of the answer was not executed.\n"
+        "Invalid action 2 of 3: block 1 has a block on top of it; the rest of the answer was"
+        " not executed.\n"
         "Current representation:\n[0, 1, 2]\n\nGoal representation:\n[0, 3, 0]"
     )
     assert observation in env.observation_space
