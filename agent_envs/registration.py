@@ -17,6 +17,8 @@ _SOKOBAN = "agent_envs.envs.sokoban.env:SokobanEnv"
 _SOKOBAN_VECTOR = "agent_envs.envs.sokoban:make_vector_env"
 _BLOCKSWORLD = "agent_envs.envs.blocksworld.env:BlocksworldEnv"
 _BLOCKSWORLD_VECTOR = "agent_envs.envs.blocksworld:make_vector_env"
+_GSM8K = "agent_envs.envs.gsm8k.env:GSM8KEnv"
+_GSM8K_VECTOR = "agent_envs.envs.gsm8k:make_vector_env"
 _GRL_BLOCKSWORLD_BUDGET = dict(max_turns=11, max_actions_per_turn=5, max_actions_per_episode=20)
 
 #: id → (entry point, vector entry point, kwargs). ``max_turns`` is also max_episode_steps.
@@ -71,6 +73,18 @@ PRESETS: dict[str, tuple[str, str, dict[str, Any]]] = {
         _BLOCKSWORLD,
         _BLOCKSWORLD_VECTOR,
         dict(num_blocks=3, observation_mode="2d", **_GRL_BLOCKSWORLD_BUDGET),
+    ),
+    # GRL's GSM8K single-turn and 5-turn retry variants, on the offline problem generator;
+    # real data: gymnasium.make(id, source="jsonl", data_path=..., split=...) or source="hf".
+    "grl/GSM8K-v0": (
+        _GSM8K,
+        _GSM8K_VECTOR,
+        dict(source="generated", split="train", answer_mode="strict", max_turns=1),
+    ),
+    "grl/GSM8K-5turn-v0": (
+        _GSM8K,
+        _GSM8K_VECTOR,
+        dict(source="generated", split="train", answer_mode="strict", max_turns=5),
     ),
 }  # fmt: skip
 

@@ -25,7 +25,10 @@ Turn semantics, in order:
    reward for it). Either way the rest of the answer is dropped and
    ``invalid_action_penalty`` is added once.
 4. ``terminated`` when the task ended; otherwise ``truncated`` when the action budget is spent
-   (``truncation_reason="action_budget"``) or ``max_turns`` turns were played (``"max_turns"``).
+   (``truncation_reason="action_budget"``) or ``max_turns`` turns were played (``"max_turns"``),
+   except that envs with ``last_turn_terminates`` end as terminated on their last turn.
+
+Envs that read replies differently (a whole-reply number grader, say) override ``_parse``.
 """
 
 from __future__ import annotations
@@ -91,6 +94,9 @@ class TextEnv(gym.Env[str, str]):
     action_separator: ClassVar[str | None] = "||"
     #: Upper bound on the length of any observation this env prints.
     observation_max_length: ClassVar[int] = 8192
+    #: End the episode as *terminated* on its last turn (instead of truncating it): for envs
+    #: whose turns are attempts at one final answer (GSM8K, single-shot SQL).
+    last_turn_terminates: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -133,6 +139,10 @@ class TextEnv(gym.Env[str, str]):
         self._replies: list[str] = []
 
     # ----------------------------------------------------------------- hooks (subclasses)
+    def _parse(self, reply: object) -> ParsedReply:
+        """Read the actions out of a reply; the default is the shared answer-tag parser."""
+        return parse_reply(reply, self.answer_format)
+
     @property
     def instructions(self) -> str:
         """The rules, the legend and the answer format: the system prompt of an episode."""
@@ -209,7 +219,7 @@ class TextEnv(gym.Env[str, str]):
         if self._terminated or self._truncated:
             return self._after_end(action)
         self._turn += 1
-        parsed = parse_reply(action, self.answer_format)
+        parsed = self._parse(action)
         reward, valid, effective, done, executed, feedback = self._play(parsed)
         success = self._is_success()
         truncation_reason = None
@@ -218,7 +228,10 @@ class TextEnv(gym.Env[str, str]):
             if budget is not None and self._actions_taken >= budget:
                 truncation_reason = "action_budget"
             elif self._turn >= self.max_turns:
-                truncation_reason = "max_turns"
+                if self.last_turn_terminates:
+                    done = True
+                else:
+                    truncation_reason = "max_turns"
         self._terminated = done
         self._truncated = truncation_reason is not None
         observation = self._render_text()
@@ -275,10 +288,11 @@ class TextEnv(gym.Env[str, str]):
                     why = "unknown"
                 else:
                     why = result.message or "illegal here"
-                feedback = (
-                    f"Invalid action {index + 1} of {len(actions)}: {why}; "
-                    "the rest of the answer was not executed."
-                )
+                where = f" {index + 1} of {len(actions)}" if len(actions) > 1 else ""
+                feedback = f"Invalid action{where}: {why}"
+                if index + 1 < len(actions):
+                    feedback += "; the rest of the answer was not executed"
+                feedback += "."
                 return (
                     reward + self.invalid_action_penalty,
                     False,
@@ -301,7 +315,7 @@ class TextEnv(gym.Env[str, str]):
         we answer with the final state and zero reward instead of raising)."""
         info = {
             "action_valid": False,
-            "format_ok": parse_reply(action, self.answer_format).format_ok,
+            "format_ok": self._parse(action).format_ok,
             "parsed_actions": [],
             "num_actions": 0,
             "action_effective": False,
