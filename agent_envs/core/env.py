@@ -284,10 +284,7 @@ class TextEnv(gym.Env[str, str]):
                     reward += result.reward
                     executed += 1
                 self._actions_taken += executed
-                if result is None:
-                    why = "unknown"
-                else:
-                    why = result.message or "illegal here"
+                why = "unknown" if result is None else result.message or "illegal here"
                 where = f" {index + 1} of {len(actions)}" if len(actions) > 1 else ""
                 feedback = f"Invalid action{where}: {why}"
                 if index + 1 < len(actions):

@@ -26,10 +26,16 @@ def vector_entry_point(env_cls: Callable[..., Any]) -> Callable[..., TextVectorE
     env's ``max_turns`` (the one turn budget), otherwise a ``ValueError`` names both.
     """
 
-    def make(num_envs: int = 1, max_episode_steps: int | None = None, **kwargs: Any) -> TextVectorEnv:
+    def make(
+        num_envs: int = 1, max_episode_steps: int | None = None, **kwargs: Any
+    ) -> TextVectorEnv:
         vector_kwargs = {key: kwargs.pop(key) for key in _VECTOR_KWARGS if key in kwargs}
         max_turns = kwargs.get("max_turns")
-        if max_episode_steps is not None and max_turns is not None and max_turns != max_episode_steps:
+        if (
+            max_episode_steps is not None
+            and max_turns is not None
+            and max_turns != max_episode_steps
+        ):
             raise ValueError(
                 f"max_turns={max_turns} and max_episode_steps={max_episode_steps} disagree: "
                 "the turn budget is max_turns; pass both with the same value"

@@ -29,7 +29,9 @@ class SeedStream:
     def next(self) -> int:
         offset = self.count % _BLOCK
         if offset == 0 or not self._block:
-            sequence = np.random.SeedSequence(self.entropy, spawn_key=(*self.key, self.count // _BLOCK))
+            sequence = np.random.SeedSequence(
+                self.entropy, spawn_key=(*self.key, self.count // _BLOCK)
+            )
             self._block = (sequence.generate_state(_BLOCK, np.uint64) >> np.uint64(1)).tolist()
         self.count += 1
         return self._block[offset]

@@ -18,6 +18,7 @@ Observations are a tuple of strings; actions any sequence of reply strings.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
@@ -41,7 +42,10 @@ def _autoreset_mode(value: AutoresetMode | str) -> AutoresetMode:
     if isinstance(value, AutoresetMode):
         return value
     for mode in AutoresetMode:
-        if str(value).replace("_", "").lower() in (mode.value.lower(), mode.name.replace("_", "").lower()):
+        if str(value).replace("_", "").lower() in (
+            mode.value.lower(),
+            mode.name.replace("_", "").lower(),
+        ):
             return mode
     raise ValueError(
         f"autoreset_mode must be one of {[mode.name for mode in AutoresetMode]}, got {value!r}"
@@ -62,7 +66,7 @@ class _Workers:
 
         ctx = multiprocessing.get_context(context)
         bounds = np.linspace(0, len(env_fns), num_workers + 1).astype(int)
-        self.slices = [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+        self.slices = [slice(int(a), int(b)) for a, b in itertools.pairwise(bounds) if b > a]
         self.pipes = []
         self.processes = []
         for piece in self.slices:
@@ -89,7 +93,7 @@ class _Workers:
     def run(self, command: str, *per_env: Sequence[Any], shared: tuple = ()) -> list[Any]:
         """Send ``command`` with each worker's part of the per-env sequences; concatenate the
         per-env answers in env order."""
-        for pipe, piece in zip(self.pipes, self.slices):
+        for pipe, piece in zip(self.pipes, self.slices, strict=False):
             pipe.send((command, (*(values[piece] for values in per_env), *shared)))
         answers: list[Any] = []
         errors = []
@@ -145,9 +149,7 @@ class TextVectorEnv(gym.vector.VectorEnv):
         if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
             raise ValueError(f"group_size must be a positive int, got {group_size!r}")
         if len(env_fns) % group_size:
-            raise ValueError(
-                f"group_size={group_size} must divide num_envs={len(env_fns)}"
-            )
+            raise ValueError(f"group_size={group_size} must divide num_envs={len(env_fns)}")
         if mode not in _MODES:
             raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
         if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
@@ -216,7 +218,9 @@ class TextVectorEnv(gym.vector.VectorEnv):
         else:
             seeds = list(seed)
             if len(seeds) != self.num_envs:
-                raise ValueError(f"seed must have num_envs={self.num_envs} entries, got {len(seeds)}")
+                raise ValueError(
+                    f"seed must have num_envs={self.num_envs} entries, got {len(seeds)}"
+                )
             for index, value in enumerate(seeds):
                 if value is not None:
                     streams[index] = SeedStream(int(value))
@@ -236,7 +240,9 @@ class TextVectorEnv(gym.vector.VectorEnv):
     ) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step the envs whose ``mask`` is true (all when ``mask`` is None)."""
         if len(actions) != self.num_envs:
-            raise ValueError(f"actions must have num_envs={self.num_envs} entries, got {len(actions)}")
+            raise ValueError(
+                f"actions must have num_envs={self.num_envs} entries, got {len(actions)}"
+            )
         mask = self._all if mask is None else self._check_mask(mask, "mask")
         results: list[StepResult | None] = self._run("step", list(actions), mask)
         rewards = np.zeros(self.num_envs, dtype=np.float64)
@@ -291,7 +297,9 @@ class TextVectorEnv(gym.vector.VectorEnv):
         if not isinstance(values, (list, tuple)):
             values = [values] * self.num_envs
         if len(values) != self.num_envs:
-            raise ValueError(f"values must have num_envs={self.num_envs} entries, got {len(values)}")
+            raise ValueError(
+                f"values must have num_envs={self.num_envs} entries, got {len(values)}"
+            )
         self._run("set_attr", list(values), shared=(name,))
 
     def render(self) -> tuple[Any, ...] | None:

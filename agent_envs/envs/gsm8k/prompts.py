@@ -13,7 +13,7 @@ import unicodedata
 from agent_envs.core.parsing import AnswerFormat
 from agent_envs.core.spaces import ASCII_CHARSET
 
-__all__ = ["ascii_text", "NOT_A_NUMBER", "instructions", "observation"]
+__all__ = ["NOT_A_NUMBER", "ascii_text", "instructions", "observation"]
 
 _SPELLED = {
     "\u2018": "'",
