@@ -1,0 +1,268 @@
+"""Throughput of agent-envs, side by side with gym-sokoban where it runs.
+
+``python -m benchmarks.throughput`` (``make bench``) measures, in one run:
+
+* Sokoban room generation for 6x6/1, 8x8/2 and 10x10/3 at gym-sokoban's search depth (300),
+  ours in process and gym-sokoban's through its own venv (``benchmarks/peers``), with the
+  mean *optimal* solution length of both sets of levels from our solver;
+* reset of ``grl/Sokoban-v0``; one full turn (parse reply + step + render text + info) of a
+  single env; a 1024-env sync vector's env-turns per second (autoresets included);
+* the import time ``import agent_envs`` adds to ``import gymnasium``.
+
+Results print as Markdown and go to ``benchmarks/results/throughput.md`` (and ``.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+PEER_PYTHON = ROOT / "benchmarks/.peers/gym-sokoban/bin/python"
+PEER_SCRIPT = ROOT / "benchmarks/peers/gym_sokoban_rooms.py"
+PRESETS = ((6, 1), (8, 2), (10, 3))
+SEARCH_DEPTH = 300
+
+
+@dataclass
+class Args:
+    """Benchmark settings (every field is a command-line flag)."""
+
+    generation_seeds: int = 200
+    """levels generated per preset by agent-envs"""
+    peer_seeds: int = 30
+    """levels generated per preset by gym-sokoban (10x10/3 takes ~1 s each)"""
+    solve_seeds: int = 100
+    """levels per preset whose optimal solution length is computed"""
+    peer_timeout: float = 30.0
+    """seconds before one gym-sokoban room is given up"""
+    turns: int = 20_000
+    """single-env turns timed"""
+    vector_envs: int = 1024
+    vector_steps: int = 60
+    out: Path = ROOT / "benchmarks/results"
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q))
+
+
+def timed(function: Callable[[], object], repeat: int) -> list[float]:
+    samples = []
+    clock = time.perf_counter
+    for _ in range(repeat):
+        start = clock()
+        function()
+        samples.append(clock() - start)
+    return samples
+
+
+def optimal_lengths(states: Sequence) -> list[int]:
+    from agent_envs.envs.sokoban.solver import SolverLimitExceeded, optimal_solution_length
+
+    lengths = []
+    for state in states:
+        try:
+            length = optimal_solution_length(state)
+        except SolverLimitExceeded:
+            continue
+        if length is not None:
+            lengths.append(length)
+    return lengths
+
+
+def ours_generation(args: Args) -> list[dict]:
+    from agent_envs.envs.sokoban.generator import generate
+
+    rows = []
+    for width, boxes in PRESETS:
+        times, states = [], []
+        for seed in range(args.generation_seeds):
+            rng = np.random.default_rng(seed)
+            start = time.perf_counter()
+            state = generate(
+                rng, width=width, height=width, num_boxes=boxes, search_depth=SEARCH_DEPTH
+            )
+            times.append(time.perf_counter() - start)
+            states.append(state)
+        lengths = optimal_lengths(states[: args.solve_seeds])
+        rows.append(dict(
+            generator="agent-envs", preset=f"{width}x{width}/{boxes}", levels=len(times),
+            p50_ms=1e3 * percentile(times, 50), p90_ms=1e3 * percentile(times, 90),
+            solved=len(lengths), mean_optimal_length=statistics.fmean(lengths),
+        ))  # fmt: skip
+    return rows
+
+
+def peer_generation(args: Args) -> tuple[list[dict], str]:
+    """gym-sokoban's rooms, generated in its own venv; ``([], reason)`` if it cannot run."""
+    from agent_envs.envs.sokoban.levels import parse_xsb
+
+    if not PEER_PYTHON.exists():
+        return [], "gym-sokoban venv missing: run `bash benchmarks/peers/setup_gym_sokoban.sh`"
+    rows = []
+    for width, boxes in PRESETS:
+        command = [
+            str(PEER_PYTHON), str(PEER_SCRIPT), "--dim", str(width), "--boxes", str(boxes),
+            "--seeds", f"0:{args.peer_seeds}", "--search-depth", str(SEARCH_DEPTH),
+            "--timeout-per-room", str(args.peer_timeout),
+        ]  # fmt: skip
+        output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+        records = [json.loads(line) for line in output.splitlines() if line.strip()]
+        times = [r["seconds"] if r["seconds"] is not None else float("inf") for r in records]
+        states = [parse_xsb(r["xsb"]) for r in records if r.get("xsb")]
+        lengths = optimal_lengths(states[: args.solve_seeds])
+        rows.append(dict(
+            generator="gym-sokoban 0.0.6", preset=f"{width}x{width}/{boxes}", levels=len(times),
+            p50_ms=1e3 * percentile(times, 50), p90_ms=1e3 * percentile(times, 90),
+            solved=len(lengths), mean_optimal_length=statistics.fmean(lengths),
+        ))  # fmt: skip
+    return rows, ""
+
+
+def env_timings(args: Args) -> dict:
+    import gymnasium as gym
+
+    import agent_envs  # noqa: F401
+    from agent_envs.envs.sokoban.env import SokobanEnv
+
+    env = SokobanEnv()
+    seeds = iter(range(10**9))
+    reset_times = timed(lambda: env.reset(seed=next(seeds)), 5000)
+
+    rng = np.random.default_rng(0)
+    names = ("Up", "Down", "Left", "Right")
+    one_action = [f"<answer>{names[i]}</answer>" for i in rng.integers(0, 4, 4096)]
+    five_actions = [
+        "<think>Push the box toward the target.</think><answer>"
+        + " || ".join(names[i] for i in row) + "</answer>"
+        for row in rng.integers(0, 4, (4096, 5))
+    ]  # fmt: skip
+    results = {"reset_p50_us": 1e6 * percentile(reset_times, 50)}
+    for label, replies in (("turn_1_action", one_action), ("turn_5_actions", five_actions)):
+        env = SokobanEnv(max_turns=10**9, max_actions_per_episode=None)
+        env.reset(seed=0)
+        samples = []
+        clock = time.perf_counter
+        for index in range(args.turns):
+            reply = replies[index % len(replies)]
+            start = clock()
+            _, _, terminated, truncated, _ = env.step(reply)
+            samples.append(clock() - start)
+            if terminated or truncated:
+                env.reset()
+        results[f"{label}_p50_us"] = 1e6 * percentile(samples, 50)
+
+    batch = [one_action[i % len(one_action)] for i in range(args.vector_envs)]
+    endless = dict(max_turns=10**9, max_episode_steps=10**9, max_actions_per_episode=None)
+    for key, kwargs in (
+        ("vector_env_turns_per_s", endless),
+        ("vector_env_turns_per_s_autoreset", {}),
+    ):
+        envs = gym.make_vec("grl/Sokoban-v0", num_envs=args.vector_envs, **kwargs)
+        envs.reset(seed=0)
+        envs.step(batch)  # warm up
+        start = time.perf_counter()
+        for _ in range(args.vector_steps):
+            envs.step(batch)
+        results[key] = args.vector_envs * args.vector_steps / (time.perf_counter() - start)
+        envs.close()
+    return results
+
+
+def import_overhead_ms(repeat: int = 15) -> dict:
+    def run(code: str) -> float:
+        samples = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], check=True)
+            samples.append(time.perf_counter() - start)
+        return 1e3 * statistics.median(samples)
+
+    base = run("import gymnasium")
+    with_ours = run("import gymnasium, agent_envs")
+    return {"import_gymnasium_ms": base, "import_agent_envs_extra_ms": with_ours - base}
+
+
+def report(generation: list[dict], peer_note: str, env: dict, imports: dict) -> str:
+    lines = [
+        "# Throughput",
+        "",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}.",
+        "Reproduce: `make bench` (or `python -m benchmarks.throughput`).",
+        "",
+        "## Sokoban room generation (search depth 300)",
+        "",
+        "| generator | preset | levels | p50 ms | p90 ms | levels solved | mean optimal length |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for row in sorted(generation, key=lambda r: (r["preset"], r["generator"])):
+        lines.append(
+            f"| {row['generator']} | {row['preset']} | {row['levels']} | {row['p50_ms']:.3f} | "
+            f"{row['p90_ms']:.3f} | {row['solved']} | {row['mean_optimal_length']:.2f} |"
+        )
+    if peer_note:
+        lines += ["", f"gym-sokoban not measured: {peer_note}."]
+    lines += [
+        "",
+        "Optimal length: moves of an optimal solution, by `agent_envs.envs.sokoban.solver`.",
+        "",
+        "## Env and vector (grl/Sokoban-v0)",
+        "",
+        "| measure | value | target |",
+        "|---|---:|---:|",
+    ]
+    rows = [
+        ("reset p50", f"{env['reset_p50_us']:.1f} µs", "≤ 100 µs"),
+        ("full turn, 1 action (parse + step + render + info) p50",
+         f"{env['turn_1_action_p50_us']:.2f} µs", "≤ 15 µs"),
+        ("full turn, think + 5 actions p50", f"{env['turn_5_actions_p50_us']:.2f} µs", ""),
+        ("1024-env sync vector, env-turns/s, episodes never end",
+         f"{env['vector_env_turns_per_s']:,.0f}", "≥ 50,000"),
+        ("1024-env sync vector, env-turns/s, GRL budgets with autoresets",
+         f"{env['vector_env_turns_per_s_autoreset']:,.0f}", ""),
+        ("`import agent_envs` on top of `import gymnasium`",
+         f"{imports['import_agent_envs_extra_ms']:.1f} ms", "≤ 150 ms"),
+        ("`import gymnasium` alone", f"{imports['import_gymnasium_ms']:.1f} ms", ""),
+    ]  # fmt: skip
+    lines += [f"| {name} | {value} | {target} |" for name, value, target in rows]
+    return "\n".join(lines) + "\n"
+
+
+def main(args: Args) -> str:
+    generation = ours_generation(args)
+    peer_rows, peer_note = peer_generation(args)
+    env = env_timings(args)
+    imports = import_overhead_ms()
+    text = report(generation + peer_rows, peer_note, env, imports)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "throughput.md").write_text(text)
+    (args.out / "throughput.json").write_text(
+        json.dumps({"generation": generation + peer_rows, "env": env, "imports": imports}, indent=2)
+    )
+    print(text)
+    return text
+
+
+def parse_args(argv: Sequence[str] | None = None) -> Args:
+    defaults = Args()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    for name, value in vars(defaults).items():
+        parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
+    return Args(**vars(parser.parse_args(argv)))
+
+
+if __name__ == "__main__":
+    main(parse_args())

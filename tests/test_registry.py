@@ -1,0 +1,71 @@
+"""Registry-wide contract: every grl/* id is made, vectorised and checked."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import gymnasium as gym
+import pytest
+
+import agent_envs
+from agent_envs.testing import check_text_env
+from agent_envs.vector import TextVectorEnv
+
+GRL_IDS = sorted(env_id for env_id in gym.registry if env_id.startswith("grl/"))
+
+
+def test_registry__every_preset_is_registered():
+    assert sorted(agent_envs.PRESETS) == GRL_IDS
+    assert "grl/Sokoban-v0" in GRL_IDS
+
+
+@pytest.mark.parametrize("env_id", GRL_IDS)
+def test_registry__check_text_env(env_id):
+    check_text_env(gym.make(env_id))
+
+
+@pytest.mark.parametrize("env_id", GRL_IDS)
+def test_registry__max_episode_steps_is_max_turns(env_id):
+    spec = gym.spec(env_id)
+    assert spec.max_episode_steps == spec.kwargs["max_turns"]
+
+
+@pytest.mark.parametrize("env_id", GRL_IDS)
+def test_registry__make_vec_returns_the_text_vector_env(env_id):
+    envs = gym.make_vec(env_id, num_envs=4, group_size=2)
+    assert isinstance(envs.unwrapped, TextVectorEnv)
+    observations, info = envs.reset(seed=0)
+    assert observations[0] == observations[1] and observations[2] == observations[3]
+    seeds = info["episode_seed"]
+    assert seeds[0] == seeds[1] != seeds[2] == seeds[3]
+    envs.close()
+
+
+def test_registry__make_vec_rejects_disagreeing_turn_budgets():
+    with pytest.raises(ValueError, match="max_turns"):
+        gym.make_vec("grl/Sokoban-v0", num_envs=2, max_turns=9)
+
+
+def test_registry__import_free_make_and_no_heavy_imports():
+    code = (
+        "import sys, gymnasium\n"
+        "env = gymnasium.make('agent_envs:grl/Sokoban-v0')\n"
+        "env.reset(seed=0)\n"
+        "heavy = ('torch', 'transformers', 'pygame', 'vllm', 'trl', 'httpx')\n"
+        "heavy = [name for name in heavy if name in sys.modules]\n"
+        "assert not heavy, heavy\n"
+        "print(type(env.unwrapped).__name__)\n"
+    )
+    output = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert output.stdout.strip() == "SokobanEnv"
+
+
+def test_registry__import_registers_without_importing_env_modules():
+    code = "import sys, agent_envs; print('agent_envs.envs.sokoban.env' in sys.modules)"
+    output = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert output.stdout.strip() == "False"
