@@ -19,6 +19,11 @@ _BLOCKSWORLD = "agent_envs.envs.blocksworld.env:BlocksworldEnv"
 _BLOCKSWORLD_VECTOR = "agent_envs.envs.blocksworld:make_vector_env"
 _GSM8K = "agent_envs.envs.gsm8k.env:GSM8KEnv"
 _GSM8K_VECTOR = "agent_envs.envs.gsm8k:make_vector_env"
+_TETRIS = "agent_envs.envs.tetris.env:TetrisEnv"
+_TETRIS_VECTOR = "agent_envs.envs.tetris:make_vector_env"
+_GRL_TETRIS = dict(
+    rules="grl", goal_lines=1, max_turns=11, max_actions_per_turn=5, max_actions_per_episode=40
+)
 _GRL_BLOCKSWORLD_BUDGET = dict(max_turns=11, max_actions_per_turn=5, max_actions_per_episode=20)
 
 #: id → (entry point, vector entry point, kwargs). ``max_turns`` is also max_episode_steps.
@@ -47,6 +52,23 @@ PRESETS: dict[str, tuple[str, str, dict[str, Any]]] = {
         _SOKOBAN_VECTOR,
         dict(width=10, height=10, num_boxes=3, max_turns=30, max_actions_per_turn=5,
              max_actions_per_episode=150),
+    ),
+    # The full game: 10x20, 7 tetrominoes (7-bag), rotation with simple kicks, gravity per turn.
+    "grl/Tetris-v0": (
+        _TETRIS,
+        _TETRIS_VECTOR,
+        dict(width=10, height=20, pieces="tetromino", rules="standard", goal_lines=10,
+             max_turns=100, max_actions_per_turn=10, max_actions_per_episode=None),
+    ),
+    # GRL's small boards: no rotation, -0.1 per action, +10 per line, success = one line.
+    "grl/Tetris-4x4-cell-v0": (
+        _TETRIS, _TETRIS_VECTOR, dict(width=4, height=4, pieces="cell", **_GRL_TETRIS)
+    ),
+    "grl/Tetris-3x3-domino-v0": (
+        _TETRIS, _TETRIS_VECTOR, dict(width=3, height=3, pieces="domino", **_GRL_TETRIS)
+    ),
+    "grl/Tetris-4x4-domino-v0": (
+        _TETRIS, _TETRIS_VECTOR, dict(width=4, height=4, pieces="domino", **_GRL_TETRIS)
     ),
     # GRL's Blocksworld: 11 turns, 5 actions per turn, 20 per episode; text, 1d and 2d views.
     "grl/Blocksworld-v0": (

@@ -166,6 +166,11 @@ class TextEnv(gym.Env[str, str]):
     def _state_bytes(self) -> bytes:
         raise NotImplementedError
 
+    def _end_turn(self) -> ActionResult | None:
+        """What happens at the end of every turn that did not end the task, whatever the
+        reply (e.g. gravity in Tetris); its reward is added and its ``done`` ends the task."""
+        return None
+
     def _extra_info(self) -> dict[str, Any]:
         """Env-specific info keys (documented in the subclass docstring)."""
         return {}
@@ -221,6 +226,11 @@ class TextEnv(gym.Env[str, str]):
         self._turn += 1
         parsed = self._parse(action)
         reward, valid, effective, done, executed, feedback = self._play(parsed)
+        if not done:
+            end = self._end_turn()
+            if end is not None:
+                reward += end.reward
+                done = end.done
         success = self._is_success()
         truncation_reason = None
         if not done:
