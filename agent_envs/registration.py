@@ -24,6 +24,8 @@ _TETRIS_VECTOR = "agent_envs.envs.tetris:make_vector_env"
 _GRL_TETRIS = dict(
     rules="grl", goal_lines=1, max_turns=11, max_actions_per_turn=5, max_actions_per_episode=40
 )
+_BIRD = "agent_envs.envs.bird.env:BirdEnv"
+_BIRD_VECTOR = "agent_envs.envs.bird:make_vector_env"
 _GRL_BLOCKSWORLD_BUDGET = dict(max_turns=11, max_actions_per_turn=5, max_actions_per_episode=20)
 
 #: id → (entry point, vector entry point, kwargs). ``max_turns`` is also max_episode_steps.
@@ -107,6 +109,14 @@ PRESETS: dict[str, tuple[str, str, dict[str, Any]]] = {
         _GSM8K,
         _GSM8K_VECTOR,
         dict(source="generated", split="train", answer_mode="strict", max_turns=5),
+    ),
+    # BIRD text-to-SQL on the built-in generated databases (real data: data_path=, db_root=).
+    # Single shot (GRL), agentic (up to 5 EXECUTEs, then SUBMIT), and GRL's 5-turn variant
+    # whose reward halves with each extra submission.
+    "grl/BIRD-v0": (_BIRD, _BIRD_VECTOR, dict(max_turns=1)),
+    "grl/BIRD-Agentic-v0": (_BIRD, _BIRD_VECTOR, dict(max_executions=5, max_turns=6)),
+    "grl/BIRD-5turn-v0": (
+        _BIRD, _BIRD_VECTOR, dict(max_submissions=5, submit_discount=0.5, max_turns=5)
     ),
 }  # fmt: skip
 

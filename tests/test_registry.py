@@ -69,3 +69,11 @@ def test_registry__import_registers_without_importing_env_modules():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert output.stdout.strip() == "False"
+
+
+def test_registry__readme_lists_every_id():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    listed = {line.split("`")[1] for line in readme.splitlines() if line.startswith("| `grl/")}
+    assert listed == set(GRL_IDS)
