@@ -92,6 +92,8 @@ class TextEnv(gym.Env[str, str]):
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
     #: Separator of several actions in one answer (``None``: the answer is one action).
     action_separator: ClassVar[str | None] = "||"
+    #: NFKC-normalise non-ASCII replies before parsing (see `AnswerFormat`).
+    normalize_unicode: ClassVar[bool] = True
     #: Upper bound on the length of any observation this env prints.
     observation_max_length: ClassVar[int] = 8192
     #: End the episode as *terminated* on its last turn (instead of truncating it): for envs
@@ -127,7 +129,9 @@ class TextEnv(gym.Env[str, str]):
         self.format_penalty = float(format_penalty)
         self.invalid_action_penalty = float(invalid_action_penalty)
         self.render_mode = render_mode
-        self.answer_format = AnswerFormat(self.action_separator, max_actions_per_turn)
+        self.answer_format = AnswerFormat(
+            self.action_separator, max_actions_per_turn, self.normalize_unicode
+        )
         self.observation_space = text_space(self.observation_max_length)
         self.action_space = reply_space()
         self._turn = 0

@@ -4,7 +4,8 @@ The answer format shared by every env: free text, with the action(s) inside the 
 ``<answer>...</answer>``. Rules, in order:
 
 1. A reply that is not a ``str`` is unparseable (never an exception).
-2. Non-ASCII text is NFKC-normalised first, so full-width ``＜answer＞`` reads as ``<answer>``.
+2. Non-ASCII text is NFKC-normalised first (unless the format turns it off), so full-width
+   ``＜answer＞`` reads as ``<answer>``.
    Look-alike letters from other scripts (Cyrillic ``а``) are *not* folded: such a tag is not
    our tag.
 3. Tags are case-insensitive and may carry spaces inside the brackets (``< Answer >``).
@@ -42,10 +43,13 @@ class AnswerFormat:
         separator: splits one answer into several actions (``"||"``); ``None`` keeps the
             whole answer as a single action.
         max_actions_per_turn: actions kept from one reply; ``None`` for no limit.
+        normalize_unicode: NFKC-normalise non-ASCII replies before reading them (rule 2);
+            off for answers whose exact characters matter (SQL string literals).
     """
 
     separator: str | None = "||"
     max_actions_per_turn: int | None = None
+    normalize_unicode: bool = True
 
     def __post_init__(self) -> None:
         if self.separator is not None and (
@@ -91,7 +95,10 @@ def parse_reply(reply: object, fmt: AnswerFormat) -> ParsedReply:
     """Read the actions out of one model reply. Never raises on any input."""
     if not isinstance(reply, str):
         return ParsedReply((), False, f"reply must be a string, got {type(reply).__name__}")
-    text = reply if reply.isascii() else unicodedata.normalize("NFKC", reply)
+    if fmt.normalize_unicode and not reply.isascii():
+        text = unicodedata.normalize("NFKC", reply)
+    else:
+        text = reply
     think = _last(_THINK_CLOSE, text, 0, len(text))
     start = 0 if think is None else think.end()
     close = _last(_CLOSE, text, start, len(text))

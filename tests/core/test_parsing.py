@@ -135,3 +135,10 @@ def test_parse_reply__table_is_large_enough():
 def test_answer_format__bad_settings_name_the_argument(kwargs, name):
     with pytest.raises(ValueError, match=name):
         AnswerFormat(**kwargs)
+
+
+def test_parse_reply__normalisation_can_be_turned_off_for_exact_text():
+    exact = AnswerFormat(separator=None, normalize_unicode=False)
+    reply = "<answer>SELECT * FROM t WHERE unit = 'µm' AND x = 'ﬁ'</answer>"
+    assert parse_reply(reply, exact).actions == ("SELECT * FROM t WHERE unit = 'µm' AND x = 'ﬁ'",)
+    assert parse_reply(reply, SQL).actions == ("SELECT * FROM t WHERE unit = 'μm' AND x = 'fi'",)

@@ -159,6 +159,7 @@ class BirdEnv(TextEnv):
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
     action_separator: ClassVar[str | None] = None
+    normalize_unicode: ClassVar[bool] = False  # keep SQL string literals exactly as written
     observation_max_length: ClassVar[int] = prompts.MAX_OBSERVATION_CHARS
     extra_info_keys: ClassVar[tuple[str, ...]] = (
         "db_id",
