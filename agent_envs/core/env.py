@@ -351,14 +351,20 @@ class TextEnv(gym.Env[str, str]):
     def episode_seed(self) -> int | None:
         return self._episode_seed
 
-    def messages(self, window: int | None = None) -> list[dict[str, str]]:
+    def messages(
+        self, window: int | None = None, *, keep_first_observation: bool = False
+    ) -> list[dict[str, str]]:
         """The episode so far as OpenAI chat messages: system = instructions, user =
         observations, assistant = replies. ``window=k`` keeps the last ``k`` turns (the
-        system message and the current observation are always kept)."""
+        system message and the current observation are always kept);
+        ``keep_first_observation`` also keeps the episode's first observation (where dataset
+        envs put the task: the question, the schema) when the window drops it."""
         if window is not None:
             _check_positive("window", window, allow_none=False)
         first = 0 if window is None else max(0, len(self._replies) - window)
         messages = [{"role": "system", "content": self.instructions}]
+        if keep_first_observation and first > 0:
+            messages.append({"role": "user", "content": self._observations[0]})
         for index in range(first, len(self._replies)):
             messages.append({"role": "user", "content": self._observations[index]})
             messages.append({"role": "assistant", "content": self._replies[index]})

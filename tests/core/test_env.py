@@ -126,6 +126,10 @@ def test_text_env__messages_and_window():
         "count=0", "<answer>inc</answer>", "count=1", "<answer>inc</answer>", "count=2",
     ]  # fmt: skip
     assert env.messages(window=1) == [messages[0], *messages[-3:]]
+    assert env.messages(window=1, keep_first_observation=True) == [
+        messages[0], messages[1], *messages[-3:],
+    ]  # fmt: skip
+    assert env.messages(window=2, keep_first_observation=True) == messages
     with pytest.raises(ValueError, match="window"):
         env.messages(window=0)
 
