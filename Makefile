@@ -18,8 +18,9 @@ run: $(STAMP)  ## the main job: the leaderboard on built-in defaults
 test: $(STAMP)  ## the whole test suite
 	$(PY) -m pytest -q
 
-bench: $(STAMP)  ## throughput benchmarks (sets up gym-sokoban in its own venv to compare)
+bench: $(STAMP)  ## throughput benchmarks (peers gym-sokoban and tetris-gymnasium in own venvs)
 	bash benchmarks/peers/setup_gym_sokoban.sh
+	bash benchmarks/peers/setup_tetris_gymnasium.sh
 	$(PY) -m benchmarks.throughput
 
 lint: $(STAMP)

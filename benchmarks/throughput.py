@@ -7,7 +7,9 @@
   mean *optimal* solution length of both sets of levels from our solver;
 * reset of ``grl/Sokoban-v0``; one full turn (parse reply + step + render text + info) of a
   single env; a 1024-env sync vector's env-turns per second (autoresets included);
-* the import time ``import agent_envs`` adds to ``import gymnasium``.
+* the import time ``import agent_envs`` adds to ``import gymnasium``;
+* Tetris (10x20) turns against ``tetris-gymnasium``'s ``env.step``
+  (``benchmarks.tetris_throughput``).
 
 Results print as Markdown and go to ``benchmarks/results/throughput.md`` (and ``.json``).
 """
@@ -182,17 +184,26 @@ def env_timings(args: Args) -> dict:
 
 
 def import_overhead_ms(repeat: int = 15) -> dict:
-    def run(code: str) -> float:
-        samples = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            subprocess.run([sys.executable, "-c", code], check=True)
-            samples.append(time.perf_counter() - start)
-        return 1e3 * statistics.median(samples)
-
-    base = run("import gymnasium")
-    with_ours = run("import gymnasium, agent_envs")
-    return {"import_gymnasium_ms": base, "import_agent_envs_extra_ms": with_ours - base}
+    """Cumulative import time of ``gymnasium`` and of ``agent_envs`` imported after it, from
+    ``python -X importtime`` (medians over fresh interpreters)."""
+    gymnasium_us, agent_envs_us = [], []
+    for _ in range(repeat):
+        lines = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", "import gymnasium, agent_envs"],
+            capture_output=True, text=True, check=True,
+        ).stderr.splitlines()  # fmt: skip
+        cumulative = {
+            line.split("|")[2].strip(): int(line.split("|")[1])
+            for line in lines
+            if line.startswith("import time:") and line.count("|") == 2
+            and line.split("|")[1].strip().isdigit()
+        }  # fmt: skip
+        gymnasium_us.append(cumulative["gymnasium"])
+        agent_envs_us.append(cumulative["agent_envs"])
+    return {
+        "import_gymnasium_ms": statistics.median(gymnasium_us) / 1e3,
+        "import_agent_envs_extra_ms": statistics.median(agent_envs_us) / 1e3,
+    }
 
 
 def report(generation: list[dict], peer_note: str, env: dict, imports: dict) -> str:
@@ -242,16 +253,20 @@ def report(generation: list[dict], peer_note: str, env: dict, imports: dict) -> 
 
 
 def main(args: Args) -> str:
+    from benchmarks import tetris_throughput
+
     generation = ours_generation(args)
     peer_rows, peer_note = peer_generation(args)
     env = env_timings(args)
     imports = import_overhead_ms()
+    tetris = tetris_throughput.tetris_timings(args.turns)
     text = report(generation + peer_rows, peer_note, env, imports)
+    text += "\n" + tetris_throughput.report(tetris)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "throughput.md").write_text(text)
-    (args.out / "throughput.json").write_text(
-        json.dumps({"generation": generation + peer_rows, "env": env, "imports": imports}, indent=2)
-    )
+    record = {"generation": generation + peer_rows, "env": env, "imports": imports}
+    record["tetris"] = tetris
+    (args.out / "throughput.json").write_text(json.dumps(record, indent=2))
     print(text)
     return text
 
