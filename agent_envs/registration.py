@@ -26,6 +26,8 @@ _GRL_TETRIS = dict(
 )
 _BIRD = "agent_envs.envs.bird.env:BirdEnv"
 _BIRD_VECTOR = "agent_envs.envs.bird:make_vector_env"
+_WEBSHOP = "agent_envs.envs.webshop.env:WebShopEnv"
+_WEBSHOP_VECTOR = "agent_envs.envs.webshop:make_vector_env"
 _GRL_BLOCKSWORLD_BUDGET = dict(max_turns=11, max_actions_per_turn=5, max_actions_per_episode=20)
 
 #: id → (entry point, vector entry point, kwargs). ``max_turns`` is also max_episode_steps.
@@ -117,6 +119,18 @@ PRESETS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "grl/BIRD-Agentic-v0": (_BIRD, _BIRD_VECTOR, dict(max_executions=5, max_turns=6)),
     "grl/BIRD-5turn-v0": (
         _BIRD, _BIRD_VECTOR, dict(max_submissions=5, submit_discount=0.5, max_turns=5)
+    ),
+    # WebShop on the built-in generated catalog (WebShop's files: data_path=); 15 turns, one
+    # search[...] or click[...] per turn; WebShop's [SEP] text or a readable page style.
+    "grl/WebShop-v0": (
+        _WEBSHOP,
+        _WEBSHOP_VECTOR,
+        dict(observation_mode="text", goals="synthetic", split="train", max_turns=15),
+    ),
+    "grl/WebShop-readable-v0": (
+        _WEBSHOP,
+        _WEBSHOP_VECTOR,
+        dict(observation_mode="readable", goals="synthetic", split="train", max_turns=15),
     ),
 }  # fmt: skip
 
