@@ -1,5 +1,98 @@
-"""Presentation only: turns env frames into pictures (ansi text, pygame, GIF/MP4, HTML replay).
+"""Presentation only: turns frame descriptions into pictures.
 
-Renderers know no env; envs hand them a frame description. Text envs render ``"ansi"`` through
-their own observation text today; the pixel backends arrive with the renderers issue.
+Envs describe their state as a frame (`renderers.frames`: a glyph grid with a legend and
+caption, or a text card); backends draw it: `renderers.ansi` (terminal colour),
+`renderers.raster` (an RGB array, Pillow), `renderers.pygame_backend` (a window). On top of
+them: `renderers.gif` (animated GIF / MP4 of an episode), `renderers.replay` (a
+self-contained HTML replay, also ``python -m renderers.replay``) and `renderers.image_obs`
+(image observations and multimodal chat messages for vision-language models).
+
+Renderers know no env (this package never imports ``agent_envs``). An env supports every
+render mode with a :class:`FrameRenderer`::
+
+    metadata = {"render_modes": ["ansi", "rgb_array", "human"], "render_fps": 4}
+
+    def render(self):
+        if self.render_mode == "ansi":
+            return super().render()  # the observation text, as the model reads it
+        return self._renderer.render(self.frame(), self.render_mode)
+
+(``FrameRenderer`` itself draws ``"ansi"`` as the coloured `renderers.ansi.to_ansi` text.)
+
+Pillow (``rgb_array``) and pygame (``human``) are imported when first used; a missing one
+raises ``gymnasium.error.DependencyNotInstalled`` naming ``agent-envs[render]``.
 """
+
+from __future__ import annotations
+
+from typing import Any
+
+from renderers.frames import (
+    TILE_KINDS,
+    Frame,
+    Grid,
+    GridFrame,
+    TextFrame,
+    Tile,
+    frame_from_dict,
+    frame_to_dict,
+)
+
+__all__ = [
+    "RENDER_MODES",
+    "TILE_KINDS",
+    "Frame",
+    "FrameRenderer",
+    "Grid",
+    "GridFrame",
+    "TextFrame",
+    "Tile",
+    "frame_from_dict",
+    "frame_to_dict",
+]
+
+#: The render modes a :class:`FrameRenderer` serves.
+RENDER_MODES: tuple[str, ...] = ("ansi", "rgb_array", "human")
+
+
+class FrameRenderer:
+    """Draws frames for one env in its render mode; holds the ``human`` window, if any.
+
+    ``render(frame, "ansi")`` → colour terminal text; ``"rgb_array"`` → ``(H, W, 3)`` uint8
+    array (size: `renderers.raster.frame_size`); ``"human"`` → shows it in a window paced to
+    ``fps`` and returns ``None``; ``None`` → ``None``. Pickles and deep-copies without its
+    window."""
+
+    def __init__(self, caption: str = "agent-envs", fps: float = 4) -> None:
+        self.caption = caption
+        self.fps = fps
+        self._window: Any = None
+
+    def render(self, frame: Frame, mode: str | None) -> Any:
+        if mode is None:
+            return None
+        if mode == "ansi":
+            from renderers.ansi import to_ansi
+
+            return to_ansi(frame)
+        if mode == "rgb_array":
+            from renderers.raster import draw
+
+            return draw(frame)
+        if mode == "human":
+            from renderers.pygame_backend import HumanWindow
+            from renderers.raster import draw
+
+            if self._window is None:
+                self._window = HumanWindow(self.caption, self.fps)
+            self._window.show(draw(frame))
+            return None
+        raise ValueError(f"render mode must be one of {RENDER_MODES} or None, got {mode!r}")
+
+    def close(self) -> None:
+        if self._window is not None:
+            self._window.close()
+            self._window = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"caption": self.caption, "fps": self.fps, "_window": None}

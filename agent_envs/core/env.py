@@ -141,6 +141,7 @@ class TextEnv(gym.Env[str, str]):
         self._truncated = False
         self._observations: list[str] = []
         self._replies: list[str] = []
+        self._renderer: Any = None  # a renderers.FrameRenderer, made on first picture render
 
     # ----------------------------------------------------------------- hooks (subclasses)
     def _parse(self, reply: object) -> ParsedReply:
@@ -221,6 +222,8 @@ class TextEnv(gym.Env[str, str]):
             "state_hash": self.state_hash(),
         }
         info.update(self._extra_info())
+        if self.render_mode == "human":
+            self.render()
         return observation, info
 
     def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -268,13 +271,35 @@ class TextEnv(gym.Env[str, str]):
         extra = self._extra_info()
         if extra:
             info.update(extra)
+        if self.render_mode == "human":
+            self.render()
         return observation, reward, done, self._truncated, info
 
-    def render(self) -> str | None:  # type: ignore[override]
-        """``"ansi"``: the current observation text."""
+    def frame(self) -> Any:
+        """The current state as a frame description (`renderers.frames`) for the picture
+        render modes; envs that list ``"rgb_array"``/``"human"`` implement it."""
+        raise NotImplementedError(f"{type(self).__name__} does not describe frames")
+
+    def render(self) -> Any:
+        """``"ansi"``: the observation text, as the model reads it (in colour:
+        ``renderers.ansi.to_ansi(env.frame())``); ``"rgb_array"``: an ``(H, W, 3)`` uint8 image
+        of :meth:`frame` (size in `renderers.raster`); ``"human"``: that image in a window,
+        redrawn on every reset and step."""
         if self.render_mode == "ansi":
             return self._render_text()
-        return None
+        if self.render_mode is None:
+            return None
+        if self._renderer is None:
+            from renderers import FrameRenderer
+
+            caption = type(self).__name__.removesuffix("Env")
+            self._renderer = FrameRenderer(caption, self.metadata.get("render_fps", 4))
+        return self._renderer.render(self.frame(), self.render_mode)
+
+    def close(self) -> None:
+        if self._renderer is not None:
+            self._renderer.close()
+        super().close()
 
     # ----------------------------------------------------------------- helpers
     def _play(self, parsed: ParsedReply) -> tuple[float, bool, bool, bool, int, str]:

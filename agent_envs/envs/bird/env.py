@@ -18,6 +18,7 @@ from agent_envs.envs.bird.parsing import decode_action
 from agent_envs.envs.bird.sandbox import Sandbox, SandboxPool
 from agent_envs.envs.bird.schema import read_tables, render_schema
 from agent_envs.envs.bird.types import EpisodeState, QueryKind, QueryResult, SqlAction
+from renderers import TextFrame
 
 __all__ = ["BirdEnv"]
 
@@ -157,7 +158,10 @@ class BirdEnv(TextEnv):
     * v0: first release; BIRD's execution accuracy, GRL's single-shot and 5-turn settings.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["ansi", "rgb_array", "human"],
+        "render_fps": 4,
+    }
     action_separator: ClassVar[str | None] = None
     normalize_unicode: ClassVar[bool] = False  # keep SQL string literals exactly as written
     observation_max_length: ClassVar[int] = prompts.MAX_OBSERVATION_CHARS
@@ -255,6 +259,22 @@ class BirdEnv(TextEnv):
     def close(self) -> None:
         self._pool.close()
         super().close()
+
+    # ----------------------------------------------------------------- rendering
+    def frame(self) -> TextFrame:
+        """The episode as a card: question, evidence, the database's tables and the result
+        of the last EXECUTE or SUBMIT, with the budgets left (or the outcome) below."""
+        state = self.state
+        item = state.item
+        sections = (
+            ("Question", item.question),
+            ("Evidence", item.evidence or "(none)"),
+            ("Tables", ", ".join(self._schema(item.db_id)[1])),
+            ("Last result", state.feedback or "(nothing run yet)"),
+        )
+        title = f"BIRD  {item.db_id}" + (f"  ({item.difficulty})" if item.difficulty else "")
+        status = "Solved." if state.solved else self._status()
+        return TextFrame(title, sections, status)
 
     # ----------------------------------------------------------------- TextEnv hooks
     def _new_episode(self, options: dict[str, Any] | None) -> None:

@@ -17,8 +17,32 @@ from agent_envs.envs.blocksworld.constants import (
 )
 from agent_envs.envs.blocksworld.parsing import decode_action, format_move
 from agent_envs.envs.blocksworld.types import Move, State
+from renderers import Grid, GridFrame, Tile
 
 __all__ = ["BlocksworldEnv"]
+
+# Rendered frames: block n is a toy block labelled n in the n-th colour, on a table.
+_BLOCK_COLOURS = (
+    (230, 80, 70), (60, 130, 230), (250, 200, 60), (80, 185, 100),
+    (170, 95, 215), (245, 140, 50), (60, 200, 200), (235, 110, 170),
+)  # fmt: skip
+_LEGEND = {
+    " ": Tile("blank"),
+    "=": Tile("table"),
+    **{str(n): Tile("block", "", colour, str(n)) for n, colour in enumerate(_BLOCK_COLOURS, 1)},
+}
+
+
+def _towers(state: State, title: str) -> Grid:
+    """The towers left to right (by bottom block), one block per cell, a blank column
+    between towers and the table as the bottom row; the size depends only on the number of
+    blocks, so every frame of an episode has the same size."""
+    size = len(state)
+    columns = [" " * size] * (2 * size - 1)
+    for index, tower in enumerate(dynamics.stacks(state)):
+        columns[2 * index] = "".join(str(block) for block in reversed(tower)).rjust(size)
+    rows = ["".join(column[r] for column in columns) for r in range(size)]
+    return Grid((*rows, "=" * (2 * size - 1)), title)
 
 
 class BlocksworldEnv(TextEnv):
@@ -98,7 +122,10 @@ class BlocksworldEnv(TextEnv):
       have no leading blank line.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["ansi", "rgb_array", "human"],
+        "render_fps": 4,
+    }
     action_separator: ClassVar[str | None] = "||"
     extra_info_keys: ClassVar[tuple[str, ...]] = (
         "optimal_plan_length",
@@ -231,6 +258,28 @@ class BlocksworldEnv(TextEnv):
             "blocks_in_place": dynamics.blocks_in_place(self._state, self._goal),
             "num_blocks": self.num_blocks,
         }
+
+    # ----------------------------------------------------------------- rendering
+    def frame(self) -> GridFrame:
+        """The current and the goal towers side by side as a frame description, with the
+        blocks in place and the turn and action counts."""
+        budget = self.max_actions_per_episode
+        counts = [
+            f"In place {dynamics.blocks_in_place(self.state, self.goal)}/{self.num_blocks}",
+            f"Turn {self._turn}/{self.max_turns}",
+            f"Actions {self._actions_taken}" + ("" if budget is None else f"/{budget}"),
+        ]
+        if self._is_success():
+            outcome = "Goal reached!"
+        elif self._truncated:
+            spent = budget is not None and self._actions_taken >= budget
+            outcome = "Out of actions." if spent else "Out of turns."
+        else:
+            moves = self._optimal_plan_length
+            outcome = f"Shortest plan from the start: {moves} move" + "s" * (moves != 1)
+        grids = (_towers(self.state, "Current"), _towers(self.goal, "Goal"))
+        title = f"Blocksworld, {self.num_blocks} blocks"
+        return GridFrame(grids, _LEGEND, title, ("   ".join(counts), outcome))
 
     # ----------------------------------------------------------------- expert and baseline
     def oracle_actions(self) -> list[str]:

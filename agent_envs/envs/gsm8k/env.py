@@ -12,6 +12,7 @@ from agent_envs.core.env import ActionResult, TextEnv
 from agent_envs.core.parsing import ParsedReply
 from agent_envs.core.spaces import text_space
 from agent_envs.envs.gsm8k import data, generator, grading, prompts
+from renderers import TextFrame
 
 __all__ = ["SOURCES", "GSM8KEnv"]
 
@@ -83,7 +84,10 @@ class GSM8KEnv(TextEnv):
       answer.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["ansi", "rgb_array", "human"],
+        "render_fps": 4,
+    }
     action_separator: ClassVar[str | None] = None
     last_turn_terminates: ClassVar[bool] = True
     extra_info_keys: ClassVar[tuple[str, ...]] = (
@@ -211,6 +215,20 @@ class GSM8KEnv(TextEnv):
         needed = len(self._question) + _FEEDBACK_ROOM
         if needed > self.observation_space.max_length:
             self.observation_space = text_space(needed)
+
+    # ----------------------------------------------------------------- rendering
+    def frame(self) -> TextFrame:
+        """The problem as a card: the question, the answers graded so far and the verdict."""
+        over = self._terminated or self._truncated
+        if self._solved_with is not None:
+            status = f"Correct: {self._solved_with}"
+        elif over:
+            status = f"Not solved; the answer was {self._gold_text}"
+        else:
+            status = f"Turn {self._turn}/{self.max_turns}"
+        attempts = ", ".join(self._attempts) if self._attempts else "none yet"
+        sections = (("Question", self._question), ("Answers graded", attempts))
+        return TextFrame(f"GSM8K  {self.problem.id}", sections, status)
 
     def _problem_at(self, index: object) -> data.Problem:
         if self.problems is None:

@@ -13,11 +13,22 @@ from agent_envs.envs.sokoban.constants import ACTION_NAMES, Action
 from agent_envs.envs.sokoban.levels import parse_xsb
 from agent_envs.envs.sokoban.parsing import decode_action
 from agent_envs.envs.sokoban.types import SokobanState
+from renderers import Grid, GridFrame, Tile
 
 __all__ = ["SokobanEnv"]
 
 _FEEDBACK_ROOM = 200  # characters reserved for the one-line feedback of an invalid turn
 _ORACLE_MAX_STATES = 200_000  # the oracle gives up (answers nothing) past this many states
+# How each board glyph looks in a rendered frame (see `renderers.frames`).
+_LEGEND = {
+    "#": Tile("wall", "wall"),
+    "_": Tile("floor", "floor"),
+    "O": Tile("target", "target"),
+    "X": Tile("box", "box"),
+    "*": Tile("box_on_target", "box on target"),
+    "P": Tile("player", "player"),
+    "S": Tile("player_on_target", "player on target"),
+}
 
 
 class SokobanEnv(TextEnv):
@@ -68,7 +79,10 @@ class SokobanEnv(TextEnv):
     * v0: first release; mechanics and rewards of gym-sokoban, budgets of GRL.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["ansi", "rgb_array", "human"],
+        "render_fps": 4,
+    }
     action_separator: ClassVar[str | None] = "||"
     extra_info_keys: ClassVar[tuple[str, ...]] = ("boxes_on_target", "num_boxes")
 
@@ -165,6 +179,30 @@ class SokobanEnv(TextEnv):
             "boxes_on_target": dynamics.boxes_on_target(self._state),
             "num_boxes": dynamics.num_boxes(self._state),
         }
+
+    # ----------------------------------------------------------------- rendering
+    def frame(self) -> GridFrame:
+        """The current board as a frame description: the room (legend = the glyphs above),
+        the turn and action counts, and the episode's outcome once it is over."""
+        state = self.state
+        budget = self.max_actions_per_episode
+        counts = [
+            f"Turn {self._turn}/{self.max_turns}",
+            f"Boxes on target {dynamics.boxes_on_target(state)}/{dynamics.num_boxes(state)}",
+            f"Actions {self._actions_taken}" + ("" if budget is None else f"/{budget}"),
+        ]
+        if self._is_success():
+            outcome = "Solved!"
+        elif self._truncated:
+            spent = budget is not None and self._actions_taken >= budget
+            outcome = "Out of actions." if spent else "Out of turns."
+        else:
+            outcome = ""
+        rows = tuple(state.board.decode("ascii").split("\n"))
+        boxes = dynamics.num_boxes(state)
+        size = f"{max(map(len, rows))}x{len(rows)}"
+        title = f"Sokoban {size}, {boxes} box" + ("es" if boxes > 1 else "")
+        return GridFrame((Grid(rows),), _LEGEND, title, ("   ".join(counts), outcome))
 
     # ----------------------------------------------------------------- expert and baseline
     def oracle_actions(self) -> list[str]:

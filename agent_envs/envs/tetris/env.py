@@ -21,6 +21,7 @@ from agent_envs.envs.tetris.constants import (
 from agent_envs.envs.tetris.generator import PieceQueue, check_sequence
 from agent_envs.envs.tetris.parsing import action_table, decode_action
 from agent_envs.envs.tetris.types import Game, TetrisState, Transition
+from renderers import Grid, GridFrame, Tile
 
 __all__ = ["TetrisEnv"]
 
@@ -29,6 +30,19 @@ _PREVIEW_ROOM = 16  # the "Next: T" / "Game over." line
 _SEED_BOUND = 2**63 - 1
 _ORACLE_PIECES = 4  # pieces the oracle is shown: it chains and looks ahead within these
 _SMALL_BOARD = 25  # cells; on boards this small the oracle looks two pieces ahead, else one
+# Rendered frames: a falling piece is drawn in its letter's colour (guideline colours for the
+# tetrominoes), locked blocks in grey.
+_PIECE_COLOURS = {
+    "I": (0, 200, 220), "O": (240, 200, 0), "T": (160, 70, 210), "S": (60, 190, 70),
+    "Z": (225, 55, 55), "J": (40, 100, 230), "L": (240, 140, 20), "V": (40, 170, 230),
+    "H": (240, 120, 40), "C": (80, 200, 120),
+}  # fmt: skip
+_LEGEND = {
+    EMPTY: Tile("empty", "empty"),
+    FILLED: Tile("cell", "locked block", (128, 134, 148)),
+    " ": Tile("blank"),
+    **{name: Tile("cell", "", colour) for name, colour in _PIECE_COLOURS.items()},
+}
 
 
 class TetrisEnv(TextEnv):
@@ -114,7 +128,10 @@ class TetrisEnv(TextEnv):
       rules, glyphs, rewards and budgets on its small boards.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["ansi", "rgb_array", "human"],
+        "render_fps": 4,
+    }
     action_separator: ClassVar[str | None] = "||"
     extra_info_keys: ClassVar[tuple[str, ...]] = (
         "score",
@@ -271,6 +288,38 @@ class TetrisEnv(TextEnv):
             "current_piece": pieces[state.kind].name if state.kind >= 0 else "",
             "next_piece": pieces[self._queue.peek()[0]].name,
         }
+
+    # ----------------------------------------------------------------- rendering
+    def frame(self) -> GridFrame:
+        """The current position as a frame description: the board with the falling piece in
+        its colour, a "Next" panel when the rules show the next piece, score and lines."""
+        game, state = self.game, self.state
+        rows = [list(line) for line in dynamics.board_text(game, state.rows).split("\n")]
+        if state.kind >= 0:
+            piece = game.pieces[state.kind]
+            for r, c in piece.orientations[state.rotation].cells:
+                if 0 <= state.top + r < game.height:
+                    rows[state.top + r][state.left + c] = piece.name
+        grids = [Grid(tuple("".join(row) for row in rows), "Board")]
+        if game.rules.preview:
+            upcoming = game.pieces[self._queue.peek()[0]]
+            size = max(piece.box for piece in game.pieces)  # one panel size for every piece
+            box = [[" "] * size for _ in range(size)]
+            for r, c in upcoming.orientations[0].cells:
+                box[r][c] = upcoming.name
+            grids.append(Grid(tuple("".join(row) for row in box), "Next"))
+        counts = f"Score {state.score}   Lines {state.lines}/{self.goal_lines}"
+        counts += f"   Pieces {state.placed}   Turn {self._turn}/{self.max_turns}"
+        if state.kind < 0:
+            outcome = "Game over."
+        elif self._is_success():
+            outcome = "Goal reached!"
+        elif self._truncated:
+            outcome = "Out of turns or actions."
+        else:
+            outcome = f"Falling: {game.pieces[state.kind].name}"
+        title = f"Tetris {game.width}x{game.height} ({self.rules} rules)"
+        return GridFrame(tuple(grids), _LEGEND, title, (counts, outcome))
 
     # ----------------------------------------------------------------- expert and baseline
     def oracle_actions(self) -> list[str]:

@@ -92,7 +92,7 @@ def test_sokoban_env__same_seed_same_level_different_seed_different_level():
     assert len({env.reset(seed=seed)[0] for seed in range(20)}) > 10
 
 
-@pytest.mark.parametrize("env_id", sorted(agent_envs.PRESETS))
+@pytest.mark.parametrize("env_id", sorted(i for i in agent_envs.PRESETS if "Sokoban" in i))
 def test_sokoban_env__oracle_solves_every_preset(env_id):
     env = gym.make(env_id)
     policy = OraclePolicy()

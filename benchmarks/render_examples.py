@@ -1,0 +1,81 @@
+"""Regenerate the example pictures in ``benchmarks/results/renderers/`` (from the repository root):
+
+    python -m benchmarks.render_examples
+
+Oracle episodes (a few turns scripted for the dataset envs) recorded with frames, exported
+as GIFs (one picture per turn, the reply under it), a PNG of a mid-episode frame per env and
+one HTML replay. Needs the ``[render]`` extra; runs headless (no window).
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import gymnasium as gym
+from PIL import Image
+
+import agent_envs  # noqa: F401
+from agent_envs.core.policies import format_answer
+from renderers.episodes import record_episode
+from renderers.frames import frame_from_dict
+from renderers.gif import write_gif
+from renderers.raster import draw
+from renderers.replay import write_replay
+
+OUT = Path(__file__).resolve().parent / "results" / "renderers"
+
+
+def oracle_episode(env_id, seed, *, per_turn=None, scripted=(), think=False, turns=40):
+    """Record the oracle's episode; ``per_turn`` caps its actions per reply, ``scripted``
+    replies come first, ``think`` adds a short reasoning block to each reply."""
+    env = gym.make(env_id)
+    env.reset(seed=seed)
+    clone = copy.deepcopy(env.unwrapped)
+    replies = []
+    for turn in range(turns):
+        if turn < len(scripted):
+            reply = scripted[turn]
+        else:
+            actions = clone.oracle_actions()[:per_turn]
+            reply = format_answer(actions, clone.answer_format)
+        if think:
+            reply = f"<think>Turn {turn + 1}: following the shortest plan.</think>\n{reply}"
+        replies.append(reply)
+        _, _, terminated, truncated, _ = clone.step(reply)
+        if terminated or truncated:
+            break
+    return record_episode(env, replies, seed=seed)
+
+
+def main() -> None:
+    examples = {
+        "sokoban": oracle_episode("grl/Sokoban-8x8-2box-v0", 1, per_turn=2, think=True),
+        "tetris": oracle_episode("grl/Tetris-v0", 2, turns=24),
+        "tetris_4x4_domino": oracle_episode("grl/Tetris-4x4-domino-v0", 0),
+        "blocksworld": oracle_episode("grl/Blocksworld-4-v0", 3, per_turn=1),
+        "gsm8k": oracle_episode(
+            "grl/GSM8K-5turn-v0", 5, scripted=["He needs $285 more, so <answer>19</answer>."]
+        ),
+        "bird": oracle_episode(
+            "grl/BIRD-Agentic-v0",
+            1,
+            scripted=["<answer>EXECUTE SELECT name, floor FROM departments</answer>"],
+        ),
+    }
+    for name, episode in examples.items():
+        write_gif(episode, OUT / f"{name}.gif", fps=1.5)
+        steps = episode["steps"]
+        if name != "tetris_4x4_domino":
+            frame = frame_from_dict(steps[len(steps) // 2]["frame"])
+            Image.fromarray(draw(frame)).save(OUT / f"{name}.png", optimize=True)
+        print(f"{name}: {len(steps)} turns, return {episode['episode_return']}")
+    write_replay(
+        [examples["sokoban"], examples["blocksworld"]],
+        OUT / "replay.html",
+        title="Oracle replays: Sokoban 8x8 with 2 boxes, Blocksworld with 4 blocks",
+    )
+
+
+if __name__ == "__main__":
+    main()
