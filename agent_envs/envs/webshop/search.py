@@ -20,6 +20,7 @@ ties go to the earlier document, so results never depend on the process.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -28,7 +29,7 @@ import shutil
 import sqlite3
 import tempfile
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -229,11 +230,18 @@ def build_index(
 ) -> BM25Index | Fts5Index:
     """The index of ``documents`` (in catalog order). With the ``bm25s`` backend and a
     ``cache_dir``, the index is loaded from ``<cache_dir>/index-<key>`` when there, else built
-    and saved there (atomically; an unwritable cache is skipped)."""
+    and saved there (atomically; an unwritable cache is skipped). For a sequence of documents
+    the key also carries a digest of their text, so a changed catalog never reads a stale
+    index."""
     if backend == "fts5":
         return Fts5Index.build(documents)
     if cache_dir is None:
         return BM25Index.build(documents)
+    if isinstance(documents, Sequence):  # in-memory catalogs: the key also names the content
+        digest = hashlib.sha256()
+        for document in documents:
+            digest.update(document.encode("utf-8", "surrogatepass") + b"\0")
+        key = f"{key}-{digest.hexdigest()[:12]}"
     path = cache_dir / f"index-v{_INDEX_VERSION}-{key}"
     if (path / "done").is_file():
         with contextlib.suppress(Exception):

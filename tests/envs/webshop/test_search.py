@@ -66,9 +66,9 @@ def test_search__fts5_fallback_finds_the_same_documents(query):
 
 def test_search__index_is_cached_on_disk_and_reloaded(tmp_path):
     built = search.build_index(DOCS, backend="bm25s", key="k1", cache_dir=tmp_path)
-    folder = next(tmp_path.glob("index-*-k1"))
+    folder = next(tmp_path.glob("index-*-k1-*"))
     assert (folder / "done").is_file()
-    loaded = search.build_index(["ignored"], backend="bm25s", key="k1", cache_dir=tmp_path)
+    loaded = search.build_index(list(DOCS), backend="bm25s", key="k1", cache_dir=tmp_path)
     assert loaded is not built and loaded.num_docs == len(DOCS)
     assert loaded.search("red dress") == built.search("red dress")
 
@@ -92,3 +92,14 @@ def test_search__empty_catalog_is_refused():
         search.BM25Index.build([])
     with pytest.raises(ValueError, match="empty"):
         search.Fts5Index.build([])
+
+
+def test_search__a_changed_catalog_never_reads_a_stale_cached_index(tmp_path):
+    first = search.build_index(
+        ["red lipstick vegan", "bluetooth speaker"], backend="bm25s", key="k", cache_dir=tmp_path
+    )
+    second = search.build_index(
+        ["bluetooth speaker", "red lipstick vegan"], backend="bm25s", key="k", cache_dir=tmp_path
+    )
+    assert len(list(tmp_path.glob("index-*"))) == 2
+    assert first.search("lipstick", 1)[0] == 0 and second.search("lipstick", 1)[0] == 1
