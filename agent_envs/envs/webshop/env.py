@@ -16,6 +16,7 @@ from agent_envs.envs.webshop.goals import GOAL_KINDS, SPLITS, check_goal
 from agent_envs.envs.webshop.parsing import Action, parse_action
 from agent_envs.envs.webshop.search import resolve_backend
 from agent_envs.envs.webshop.text import to_ascii
+from renderers import TextFrame
 
 __all__ = ["SOURCES", "WebShopEnv"]
 
@@ -108,7 +109,10 @@ class WebShopEnv(TextEnv):
       action each (the GRL/AgentGym budget).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["ansi", "rgb_array", "human"],
+        "render_fps": 4,
+    }
     action_separator: ClassVar[str | None] = None
     observation_max_length: ClassVar[int] = 32_768
     extra_info_keys: ClassVar[tuple[str, ...]] = (
@@ -299,6 +303,21 @@ class WebShopEnv(TextEnv):
             "purchased_asin": self._page.asin if self._page.kind == "done" else None,
             "reward_parts": None if self._reward_parts is None else dict(self._reward_parts),
         }
+
+    # ----------------------------------------------------------------- rendering
+    def frame(self) -> TextFrame:
+        """The shop as a card: the instruction, the current page in the readable style (its
+        clickable actions included) and the purchase reward once bought."""
+        page = render.render(
+            self._page, self._instruction, self.catalog.products, style="readable",
+            reward=self._reward,
+        )  # fmt: skip
+        page = page.split("\n", 1)[-1] if page.startswith("Instruction:") else page
+        if self._reward is not None:
+            status = f"Bought; reward {self._reward:.2f}"
+        else:
+            status = f"Turn {self._turn}/{self.max_turns}  ({self._page.kind} page)"
+        return TextFrame("WebShop", (("Instruction", self._instruction), ("Page", page)), status)
 
     # ----------------------------------------------------------------- expert and baseline
     def oracle_actions(self) -> list[str]:
