@@ -96,6 +96,9 @@ class TextEnv(gym.Env[str, str]):
     normalize_unicode: ClassVar[bool] = True
     #: Upper bound on the length of any observation this env prints.
     observation_max_length: ClassVar[int] = 8192
+    #: The names ``reset(options=...)`` accepts; others raise ``ValueError``. ``_new_episode``
+    #: receives a dict with every name (``None`` where not given).
+    reset_options: ClassVar[tuple[str, ...]] = ()
     #: End the episode as *terminated* on its last turn (instead of truncating it): for envs
     #: whose turns are attempts at one final answer (GSM8K, single-shot SQL).
     last_turn_terminates: ClassVar[bool] = False
@@ -153,7 +156,7 @@ class TextEnv(gym.Env[str, str]):
         """The rules, the legend and the answer format: the system prompt of an episode."""
         raise NotImplementedError
 
-    def _new_episode(self, options: dict[str, Any] | None) -> None:
+    def _new_episode(self, options: dict[str, Any]) -> None:
         raise NotImplementedError
 
     def _decode_action(self, text: str) -> Any | None:
@@ -197,6 +200,13 @@ class TextEnv(gym.Env[str, str]):
     ) -> tuple[str, dict[str, Any]]:
         """Start an episode. Without ``seed``, one is drawn from the env's generator, so every
         episode has an ``info["episode_seed"]`` that reproduces it."""
+        given = dict(options or {})
+        unknown = sorted(set(given) - set(self.reset_options))
+        if unknown:
+            raise ValueError(
+                f"unknown reset options {unknown}; {type(self).__name__} accepts "
+                f"{list(self.reset_options)}"
+            )
         if seed is None:
             seed = int(self.np_random.integers(_SEED_BOUND))
         super().reset(seed=seed)
@@ -205,7 +215,7 @@ class TextEnv(gym.Env[str, str]):
         self._actions_taken = 0
         self._terminated = False
         self._truncated = False
-        self._new_episode(options)
+        self._new_episode({name: given.get(name) for name in self.reset_options})
         observation = self._render_text()
         self._observations = [observation]
         self._replies = []
@@ -295,6 +305,18 @@ class TextEnv(gym.Env[str, str]):
             caption = type(self).__name__.removesuffix("Env")
             self._renderer = FrameRenderer(caption, self.metadata.get("render_fps", 4))
         return self._renderer.render(self.frame(), self.render_mode)
+
+    def _budget_caption(self) -> tuple[str, str, str]:
+        """Caption parts for frames: ``"Turn t/T"``, ``"Actions a/A"`` (``"Actions a"`` without
+        an action budget) and, when a budget ended the episode, ``"Out of actions."`` or
+        ``"Out of turns."`` (else ``""``)."""
+        budget = self.max_actions_per_episode
+        actions = f"Actions {self._actions_taken}" + ("" if budget is None else f"/{budget}")
+        ended = ""
+        if self._truncated:
+            spent = budget is not None and self._actions_taken >= budget
+            ended = "Out of actions." if spent else "Out of turns."
+        return f"Turn {self._turn}/{self.max_turns}", actions, ended
 
     def close(self) -> None:
         if self._renderer is not None:

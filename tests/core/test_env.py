@@ -161,3 +161,10 @@ def test_check_text_env__passes_the_toy_env():
     from agent_envs.testing import check_text_env
 
     check_text_env(CounterEnv())
+
+
+def test_text_env__unknown_reset_options_name_themselves():
+    env = CounterEnv()
+    expected = r"unknown reset options \['levle'\]; CounterEnv accepts \[\]"
+    with pytest.raises(ValueError, match=expected):
+        env.reset(seed=0, options={"levle": 1})

@@ -165,6 +165,7 @@ class BirdEnv(TextEnv):
     action_separator: ClassVar[str | None] = None
     normalize_unicode: ClassVar[bool] = False  # keep SQL string literals exactly as written
     observation_max_length: ClassVar[int] = prompts.MAX_OBSERVATION_CHARS
+    reset_options: ClassVar[tuple[str, ...]] = ("item", "index")
     extra_info_keys: ClassVar[tuple[str, ...]] = (
         "db_id",
         "question_id",
@@ -277,14 +278,9 @@ class BirdEnv(TextEnv):
         return TextFrame(title, sections, status)
 
     # ----------------------------------------------------------------- TextEnv hooks
-    def _new_episode(self, options: dict[str, Any] | None) -> None:
-        options = dict(options or {})
-        record = options.pop("item", None)
-        index = options.pop("index", None)
-        if options:
-            raise ValueError(
-                f"unknown reset options {sorted(options)}; BIRD accepts 'item', 'index'"
-            )
+    def _new_episode(self, options: dict[str, Any]) -> None:
+        record = options["item"]
+        index = options["index"]
         items = self.dataset.items
         if record is not None:
             if index is not None:

@@ -127,6 +127,7 @@ class BlocksworldEnv(TextEnv):
         "render_fps": 4,
     }
     action_separator: ClassVar[str | None] = "||"
+    reset_options: ClassVar[tuple[str, ...]] = ("start", "goal")
     extra_info_keys: ClassVar[tuple[str, ...]] = (
         "optimal_plan_length",
         "blocks_in_place",
@@ -192,13 +193,8 @@ class BlocksworldEnv(TextEnv):
         return self._goal
 
     # ----------------------------------------------------------------- TextEnv hooks
-    def _new_episode(self, options: dict[str, Any] | None) -> None:
-        options = dict(options or {})
-        start, goal = options.pop("start", None), options.pop("goal", None)
-        if options:
-            raise ValueError(
-                f"unknown reset options {sorted(options)}; Blocksworld accepts 'start' and 'goal'"
-            )
+    def _new_episode(self, options: dict[str, Any]) -> None:
+        start, goal = options["start"], options["goal"]
         if start is None and goal is None:
             start, goal = generator.generate(self.np_random, num_blocks=self.num_blocks)
         else:
@@ -263,17 +259,13 @@ class BlocksworldEnv(TextEnv):
     def frame(self) -> GridFrame:
         """The current and the goal towers side by side as a frame description, with the
         blocks in place and the turn and action counts."""
-        budget = self.max_actions_per_episode
-        counts = [
-            f"In place {dynamics.blocks_in_place(self.state, self.goal)}/{self.num_blocks}",
-            f"Turn {self._turn}/{self.max_turns}",
-            f"Actions {self._actions_taken}" + ("" if budget is None else f"/{budget}"),
-        ]
+        turns, actions, ended = self._budget_caption()
+        in_place = f"In place {dynamics.blocks_in_place(self.state, self.goal)}/{self.num_blocks}"
+        counts = [in_place, turns, actions]
         if self._is_success():
             outcome = "Goal reached!"
-        elif self._truncated:
-            spent = budget is not None and self._actions_taken >= budget
-            outcome = "Out of actions." if spent else "Out of turns."
+        elif ended:
+            outcome = ended
         else:
             moves = self._optimal_plan_length
             outcome = f"Shortest plan from the start: {moves} move" + "s" * (moves != 1)

@@ -90,6 +90,7 @@ class GSM8KEnv(TextEnv):
     }
     action_separator: ClassVar[str | None] = None
     last_turn_terminates: ClassVar[bool] = True
+    reset_options: ClassVar[tuple[str, ...]] = ("item", "index")
     extra_info_keys: ClassVar[tuple[str, ...]] = (
         "answer",
         "gold_answer",
@@ -186,14 +187,9 @@ class GSM8KEnv(TextEnv):
         return grading.read_answer(reply, self.answer_mode)
 
     # ----------------------------------------------------------------- TextEnv hooks
-    def _new_episode(self, options: dict[str, Any] | None) -> None:
-        options = dict(options or {})
-        item = options.pop("item", None)
-        index = options.pop("index", None)
-        if options:
-            raise ValueError(
-                f"unknown reset options {sorted(options)}; GSM8K accepts 'item', 'index'"
-            )
+    def _new_episode(self, options: dict[str, Any]) -> None:
+        item = options["item"]
+        index = options["index"]
         if item is not None and index is not None:
             raise ValueError("reset options 'item' and 'index' exclude each other")
         if item is not None:

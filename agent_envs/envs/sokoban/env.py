@@ -84,6 +84,7 @@ class SokobanEnv(TextEnv):
         "render_fps": 4,
     }
     action_separator: ClassVar[str | None] = "||"
+    reset_options: ClassVar[tuple[str, ...]] = ("level",)
     extra_info_keys: ClassVar[tuple[str, ...]] = ("boxes_on_target", "num_boxes")
 
     def __init__(
@@ -135,11 +136,8 @@ class SokobanEnv(TextEnv):
         return self._state
 
     # ----------------------------------------------------------------- TextEnv hooks
-    def _new_episode(self, options: dict[str, Any] | None) -> None:
-        options = dict(options or {})
-        level = options.pop("level", None)
-        if options:
-            raise ValueError(f"unknown reset options {sorted(options)}; Sokoban accepts 'level'")
+    def _new_episode(self, options: dict[str, Any]) -> None:
+        level = options["level"]
         if level is not None:
             state = parse_xsb(level)
             rows = state.board.count(b"\n") + 1
@@ -185,19 +183,10 @@ class SokobanEnv(TextEnv):
         """The current board as a frame description: the room (legend = the glyphs above),
         the turn and action counts, and the episode's outcome once it is over."""
         state = self.state
-        budget = self.max_actions_per_episode
-        counts = [
-            f"Turn {self._turn}/{self.max_turns}",
-            f"Boxes on target {dynamics.boxes_on_target(state)}/{dynamics.num_boxes(state)}",
-            f"Actions {self._actions_taken}" + ("" if budget is None else f"/{budget}"),
-        ]
-        if self._is_success():
-            outcome = "Solved!"
-        elif self._truncated:
-            spent = budget is not None and self._actions_taken >= budget
-            outcome = "Out of actions." if spent else "Out of turns."
-        else:
-            outcome = ""
+        turns, actions, ended = self._budget_caption()
+        boxes_in = f"Boxes on target {dynamics.boxes_on_target(state)}/{dynamics.num_boxes(state)}"
+        counts = [turns, boxes_in, actions]
+        outcome = "Solved!" if self._is_success() else ended
         rows = tuple(state.board.decode("ascii").split("\n"))
         boxes = dynamics.num_boxes(state)
         size = f"{max(map(len, rows))}x{len(rows)}"

@@ -133,6 +133,7 @@ class TetrisEnv(TextEnv):
         "render_fps": 4,
     }
     action_separator: ClassVar[str | None] = "||"
+    reset_options: ClassVar[tuple[str, ...]] = ("board",)
     extra_info_keys: ClassVar[tuple[str, ...]] = (
         "score",
         "lines",
@@ -218,11 +219,8 @@ class TetrisEnv(TextEnv):
         return self._state
 
     # ----------------------------------------------------------------- TextEnv hooks
-    def _new_episode(self, options: dict[str, Any] | None) -> None:
-        options = dict(options or {})
-        board = options.pop("board", None)
-        if options:
-            raise ValueError(f"unknown reset options {sorted(options)}; Tetris accepts 'board'")
+    def _new_episode(self, options: dict[str, Any]) -> None:
+        board = options["board"]
         rows = (0,) * self.height if board is None else self._parse_board(board)
         # The queue draws from its own Generator, seeded once from np_random: looking ahead
         # (the oracle does) never changes what np_random gives later.

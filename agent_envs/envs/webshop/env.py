@@ -115,6 +115,7 @@ class WebShopEnv(TextEnv):
     }
     action_separator: ClassVar[str | None] = None
     observation_max_length: ClassVar[int] = 32_768
+    reset_options: ClassVar[tuple[str, ...]] = ("item", "index")
     extra_info_keys: ClassVar[tuple[str, ...]] = (
         "page",
         "available_actions",
@@ -211,14 +212,9 @@ class WebShopEnv(TextEnv):
         return self.catalog.product(self._page.asin) if self._page.asin else None
 
     # ----------------------------------------------------------------- TextEnv hooks
-    def _new_episode(self, options: dict[str, Any] | None) -> None:
-        options = dict(options or {})
-        item = options.pop("item", None)
-        index = options.pop("index", None)
-        if options:
-            raise ValueError(
-                f"unknown reset options {sorted(options)}; WebShop accepts 'item', 'index'"
-            )
+    def _new_episode(self, options: dict[str, Any]) -> None:
+        item = options["item"]
+        index = options["index"]
         if item is not None and index is not None:
             raise ValueError("reset options 'item' and 'index' exclude each other")
         if item is not None:
