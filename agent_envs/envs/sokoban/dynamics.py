@@ -114,3 +114,25 @@ def num_boxes(state: SokobanState) -> int:
 def render(state: SokobanState) -> str:
     """The board as text: one row per line, no trailing newline."""
     return state.board.decode("ascii")
+
+
+def walk_distances(cells: bytearray, offsets: tuple[int, ...], start: int) -> list[int]:
+    """Moves from `start` to every cell through cells marked 1 (-1 where unreachable)."""
+    up, down, left, right = offsets
+    todo = bytearray(cells)
+    todo[start] = 0
+    dist = [-1] * len(cells)
+    dist[start] = 0
+    frontier = [start]
+    steps = 0
+    while frontier:
+        steps += 1
+        following = []
+        for cell in frontier:
+            for nxt in (cell + up, cell + down, cell + left, cell + right):
+                if todo[nxt]:
+                    todo[nxt] = 0
+                    dist[nxt] = steps
+                    following.append(nxt)
+        frontier = following
+    return dist

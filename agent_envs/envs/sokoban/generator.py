@@ -44,7 +44,7 @@ from functools import lru_cache
 import numpy as np
 
 from agent_envs.envs.sokoban.constants import BOX, FLOOR, PLAYER, TARGET, WALL
-from agent_envs.envs.sokoban.dynamics import action_offsets
+from agent_envs.envs.sokoban.dynamics import action_offsets, walk_distances
 from agent_envs.envs.sokoban.types import SokobanState
 
 P_CHANGE_DIRECTION = 0.35
@@ -369,7 +369,7 @@ def _pull_lines(
             cells[box] = 0
         at, moves, on_target = player, 0, len(boxes)
         while True:
-            walk = _walk_distances(cells, offsets, at)
+            walk = walk_distances(cells, offsets, at)
             pulls = []
             for index, box in enumerate(boxes):
                 for delta in offsets:
@@ -406,28 +406,6 @@ def _pushes_needed(to_target: list[list[int]], nearest: list[int], boxes: list[i
         sum(distances[box] for distances, box in zip(order, boxes, strict=True))
         for order in itertools.permutations(to_target)
     )
-
-
-def _walk_distances(cells: bytearray, offsets: tuple[int, ...], start: int) -> list[int]:
-    """Moves from `start` to every cell through cells marked 1 (-1 where unreachable)."""
-    up, down, left, right = offsets
-    todo = bytearray(cells)
-    todo[start] = 0
-    dist = [-1] * len(cells)
-    dist[start] = 0
-    frontier = [start]
-    steps = 0
-    while frontier:
-        steps += 1
-        following = []
-        for cell in frontier:
-            for nxt in (cell + up, cell + down, cell + left, cell + right):
-                if todo[nxt]:
-                    todo[nxt] = 0
-                    dist[nxt] = steps
-                    following.append(nxt)
-        frontier = following
-    return dist
 
 
 def _wander(

@@ -27,7 +27,7 @@ from agent_envs.envs.sokoban.constants import (
     WALL,
     Action,
 )
-from agent_envs.envs.sokoban.dynamics import action_offsets
+from agent_envs.envs.sokoban.dynamics import action_offsets, walk_distances
 from agent_envs.envs.sokoban.types import SokobanState
 
 _WALL = ord(WALL)
@@ -117,23 +117,7 @@ class _Problem:
         todo = bytearray(self.open)
         for b in boxes:
             todo[b] = 0
-        todo[player] = 0
-        dist = [-1] * len(todo)
-        dist[player] = 0
-        up, down, left, right = self.offsets
-        frontier = [player]
-        steps = 0
-        while frontier:
-            steps += 1
-            following = []
-            for cell in frontier:
-                for nxt in (cell + up, cell + down, cell + left, cell + right):
-                    if todo[nxt]:
-                        todo[nxt] = 0
-                        dist[nxt] = steps
-                        following.append(nxt)
-            frontier = following
-        return dist
+        return walk_distances(todo, self.offsets, player)
 
     def _squares(self) -> list[tuple[tuple[int, int, int], ...]]:
         """For each cell, the other three cells of each 2x2 square holding it."""
