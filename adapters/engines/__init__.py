@@ -1,0 +1,18 @@
+"""Inference engines behind one interface (`Engine.generate(requests) -> generations`).
+
+``transformers``, ``vllm`` and ``openai_http`` import their dependency lazily, so importing
+this package needs neither torch nor a network client.
+"""
+
+from adapters.engines.base import Engine, Generation, GenerationRequest, SamplingConfig
+from adapters.engines.scripted import PolicyEngine, oracle_engine, random_engine
+
+__all__ = [
+    "Engine",
+    "Generation",
+    "GenerationRequest",
+    "PolicyEngine",
+    "SamplingConfig",
+    "oracle_engine",
+    "random_engine",
+]

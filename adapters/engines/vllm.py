@@ -1,0 +1,110 @@
+"""vLLM offline engine: ``LLM.generate`` on token ids, sampled-token logprobs.
+
+A thin layer over vLLM's public API: each request becomes a ``TokensPrompt`` with its own
+``SamplingParams(max_tokens=..., stop_token_ids=..., logprobs=0)`` (``logprobs=0`` returns the
+log-probability of the sampled token only), and all requests of a turn go to one
+``LLM.generate`` call. After new weights are loaded into the engine (a training step), call
+:meth:`VLLMEngine.weights_updated`, which resets vLLM's prefix cache so no cached block computed
+with the old weights is reused. vLLM is imported when the engine is built, never before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from gymnasium.error import DependencyNotInstalled
+
+from adapters.engines.base import Generation, GenerationRequest, SamplingConfig
+
+__all__ = ["VLLMEngine"]
+
+
+def _vllm() -> Any:
+    try:
+        import vllm
+    except ImportError as error:
+        raise DependencyNotInstalled(
+            "VLLMEngine needs vLLM (a CUDA machine): pip install 'agent-envs[vllm]'"
+        ) from error
+    return vllm
+
+
+class VLLMEngine:
+    """Generate with a ``vllm.LLM`` (pass one, e.g. TRL's colocated engine, or a model name
+    and ``llm_kwargs`` to build one).
+
+    Args:
+        llm: a ``vllm.LLM`` or a model name/path.
+        tokenizer: the Hugging Face tokenizer the collector builds prompts with (default: the
+            LLM's own).
+        sampling: temperature, top-p, top-k, seed.
+        llm_kwargs: passed to ``vllm.LLM`` when ``llm`` is a name.
+    """
+
+    def __init__(
+        self,
+        llm: Any,
+        *,
+        tokenizer: Any = None,
+        sampling: SamplingConfig | None = None,
+        name: str | None = None,
+        **llm_kwargs: Any,
+    ) -> None:
+        vllm = _vllm()
+        if isinstance(llm, str):
+            llm = vllm.LLM(model=llm, **llm_kwargs)
+        self.llm = llm
+        self.tokenizer = tokenizer if tokenizer is not None else llm.get_tokenizer()
+        self.sampling = sampling or SamplingConfig()
+        self.name = name or "vllm"
+        self._SamplingParams = vllm.SamplingParams
+        self._TokensPrompt = vllm.inputs.TokensPrompt
+
+    def _params(self, request: GenerationRequest) -> Any:
+        sampling = self.sampling
+        return self._SamplingParams(
+            n=1,
+            max_tokens=request.max_new_tokens,
+            stop_token_ids=list(request.stop_token_ids),
+            logprobs=0,
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            top_k=sampling.top_k if sampling.top_k > 0 else -1,
+            seed=sampling.seed,
+            skip_special_tokens=True,
+        )
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        if not requests:
+            return []
+        prompts = []
+        for request in requests:
+            if request.prompt_ids is None:
+                raise ValueError("VLLMEngine needs prompt_ids in every request")
+            prompts.append(self._TokensPrompt(prompt_token_ids=list(request.prompt_ids)))
+        params = [self._params(request) for request in requests]
+        outputs = self.llm.generate(prompts, params, use_tqdm=False)
+        generations = []
+        for output in outputs:
+            completion = output.outputs[0]
+            token_ids = list(completion.token_ids)
+            logprobs = None
+            if completion.logprobs is not None:
+                logprobs = [
+                    float(step[token].logprob)
+                    for token, step in zip(token_ids, completion.logprobs, strict=True)
+                ]
+            generations.append(
+                Generation(
+                    text=completion.text,
+                    token_ids=token_ids,
+                    logprobs=logprobs,
+                    finish_reason="length" if completion.finish_reason == "length" else "stop",
+                )
+            )
+        return generations
+
+    def weights_updated(self) -> None:
+        """Call after loading new weights: drops prefix-cache blocks of the old weights."""
+        self.llm.reset_prefix_cache()

@@ -1,0 +1,416 @@
+"""The rollout collector: a text vector env and an engine, turn by turn, into `Trajectory` s.
+
+Each turn the collector sends every live episode to the engine in **one** ``generate`` call,
+steps exactly those envs (``step(actions, mask)``; finished episodes are neither sent nor
+stepped) and records the turn. Groups: ``group_size=G`` runs G episodes from each seed.
+
+**Token-in, token-out.** With a token engine the collector keeps each episode as token ids:
+the first prompt is the chat template applied to ``[system, first observation]``; after each
+turn it appends the tokens the model sampled, as sampled, and then the *delta* of the chat
+template: the end of the assistant message the model did not sample itself plus the next user
+message and generation prompt, rendered for the new message only (:class:`ChatDelta`). The
+history is never re-tokenized, so the ids the trainer sees are the ids the model was
+conditioned on, and each turn costs the same whatever the episode's length.
+
+For a template that renders a conversation as the concatenation of its messages (ChatML as
+Qwen2/2.5 and SmolLM2 use it: tested with SmolLM2's own template and a local one), these
+ids equal a full re-render of the final conversation whenever the sampled tokens equal the
+tokenization of the reply text. They cannot be equal for templates that rewrite past
+turns: Qwen3 and DeepSeek-R1 drop the ``<think>`` part of earlier assistant messages, so a
+re-render of the history differs from what the model saw while acting (the collector keeps
+what the model saw; tested with such a template). Templates that render earlier messages
+differently once a message is added (for example by moving the system prompt into the
+latest user message) are detected by :class:`ChatDelta` when it is built, and refused.
+
+**Limits.** ``max_turns`` (besides the env's own), ``max_new_tokens`` per turn and
+``max_total_tokens`` per episode: a turn's generation budget is the smaller of
+``max_new_tokens`` and the room left, and an episode whose next observation would leave no
+room for one more token ends truncated with ``truncation_reason="context"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+from adapters.engines.base import Engine, Generation, GenerationRequest
+from agent_envs.core.records import Step, Trajectory
+
+__all__ = ["ChatDelta", "RolloutCollector", "collect_episodes"]
+
+_PROBE_USER = "probe-user-message"
+_PROBE_REPLY = "probe-assistant-reply"
+_REWRITES = (
+    "the chat template re-renders earlier messages when one is added; the collector cannot "
+    "append observations incrementally with it"
+)
+
+
+class ChatDelta:
+    """Chat-template pieces of one tokenizer, for building an episode's ids incrementally.
+
+    ``prompt_ids(messages)``: the opening prompt. ``turn_ids(completion_ids, observation)``:
+    the env/template ids that follow a sampled turn. ``stop_token_ids``: the tokens that end an
+    assistant turn (the template's end-of-message token and the tokenizer's EOS).
+    """
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        base = [
+            {"role": "system", "content": "probe-system"},
+            {"role": "user", "content": _PROBE_USER},
+            {"role": "assistant", "content": _PROBE_REPLY},
+        ]
+        self._base = base
+        self._base_text = self._render(base, generation_prompt=False)
+        opening = self._render(base[:2], generation_prompt=True)
+        if not self._base_text.startswith(opening):
+            raise ValueError(_REWRITES)
+        after_reply = self._base_text.rfind(_PROBE_REPLY)
+        if after_reply < 0:
+            raise ValueError("the tokenizer's chat template does not print assistant messages")
+        #: what the template writes after an assistant message's content
+        self.closer = self._base_text[after_reply + len(_PROBE_REPLY) :]
+        stops: list[int] = []
+        closer_ids = self._encode(self.closer)
+        special = set(getattr(tokenizer, "all_special_ids", ()))
+        if closer_ids and closer_ids[0] in special:
+            stops.append(closer_ids[0])
+        eos = tokenizer.eos_token_id
+        for token in eos if isinstance(eos, list) else [eos]:
+            if token is not None and token not in stops:
+                stops.append(int(token))
+        self.stop_token_ids: tuple[int, ...] = tuple(stops)
+        self._stop_text = {token: tokenizer.decode([token]) for token in stops}
+
+    def _render(self, messages: list[dict[str, str]], *, generation_prompt: bool) -> str:
+        return self.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=generation_prompt
+        )
+
+    def _encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def prompt_ids(self, messages: list[dict[str, str]]) -> list[int]:
+        return self._encode(self._render(messages, generation_prompt=True))
+
+    def user_delta(self, observation: str) -> str:
+        """The template text a new user message and the generation prompt add."""
+        full = self._render(
+            [*self._base, {"role": "user", "content": observation}], generation_prompt=True
+        )
+        if not full.startswith(self._base_text):
+            raise ValueError(_REWRITES)
+        return full[len(self._base_text) :]
+
+    def closing_text(self, completion_ids: Sequence[int]) -> str:
+        """What must follow a sampled turn to close the assistant message: the closer minus
+        the stop token the model sampled itself (all of it when the turn was cut short)."""
+        if completion_ids:
+            stop_text = self._stop_text.get(completion_ids[-1])
+            if stop_text and self.closer.startswith(stop_text):
+                return self.closer[len(stop_text) :]
+        return self.closer
+
+    def turn_ids(self, completion_ids: Sequence[int], observation: str) -> list[int]:
+        return self._encode(self.closing_text(completion_ids) + self.user_delta(observation))
+
+
+def _info_at(infos: dict[str, Any], index: int) -> dict[str, Any]:
+    info = {}
+    for key, values in infos.items():
+        if key.startswith("_") or not infos.get("_" + key, np.ones(index + 1, bool))[index]:
+            continue
+        value = values[index]
+        info[key] = value.item() if isinstance(value, np.generic) else value
+    return info
+
+
+class _Episode:
+    """The collector's running state of one sub-env's episode."""
+
+    __slots__ = ("context", "done", "observation", "tokens", "trajectory")
+
+    def __init__(self, trajectory: Trajectory, observation: str, tokens: bool) -> None:
+        self.trajectory = trajectory
+        self.observation = observation
+        self.context: list[int] = []
+        self.done = False
+        self.tokens = tokens
+
+
+class RolloutCollector:
+    """Collects episodes from ``vector_env`` (a `TextVectorEnv` with autoreset disabled) with
+    ``engine``.
+
+    Args:
+        vector_env: e.g. ``gymnasium.make_vec(env_id, num_envs=N, group_size=G,
+            autoreset_mode="disabled")``; one episode per sub-env per :meth:`collect`.
+        engine: any `Engine`. With a ``tokenizer`` the episodes carry token fields.
+        env_id: recorded in each trajectory (default: the vector env's spec id).
+        max_turns: the collector's turn limit (``None``: the env's own).
+        max_new_tokens: generation budget of one turn.
+        max_total_tokens: token budget of one episode, prompt included (``None``: none).
+    """
+
+    def __init__(
+        self,
+        vector_env: Any,
+        engine: Engine,
+        *,
+        env_id: str | None = None,
+        max_turns: int | None = None,
+        max_new_tokens: int = 256,
+        max_total_tokens: int | None = None,
+    ) -> None:
+        if getattr(vector_env, "autoreset_mode", None) is not AutoresetMode.DISABLED:
+            raise ValueError(
+                "vector_env must be built with autoreset_mode='disabled' (one episode per "
+                f"sub-env), got {getattr(vector_env, 'autoreset_mode', None)!r}"
+            )
+        for name, value in (
+            ("max_turns", max_turns),
+            ("max_new_tokens", max_new_tokens),
+            ("max_total_tokens", max_total_tokens),
+        ):
+            if value is None and name != "max_new_tokens":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        self.vector_env = vector_env
+        self.engine = engine
+        spec = getattr(vector_env, "spec", None)
+        self.env_id = env_id or (spec.id if spec is not None else "unknown")
+        self.max_turns = max_turns
+        self.max_new_tokens = max_new_tokens
+        self.max_total_tokens = max_total_tokens
+        tokenizer = getattr(engine, "tokenizer", None)
+        self.delta = ChatDelta(tokenizer) if tokenizer is not None else None
+        self.needs_env = bool(getattr(engine, "needs_env", False))
+
+    # ----------------------------------------------------------------- public
+    def collect(
+        self,
+        seeds: int | Sequence[int],
+        *,
+        options: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> list[Trajectory]:
+        """Run one episode in every sub-env and return them in sub-env order.
+
+        ``seeds``: one per group (``num_envs // group_size`` of them; the G members of a group
+        share it) or a single int for a one-group vector env.
+        """
+        vec = self.vector_env
+        group_size = getattr(vec, "group_size", 1)
+        seeds = [seeds] if isinstance(seeds, (int, np.integer)) else list(seeds)
+        if len(seeds) * group_size != vec.num_envs:
+            raise ValueError(
+                f"seeds must have num_envs/group_size={vec.num_envs // group_size} entries, "
+                f"got {len(seeds)}"
+            )
+        env_seeds = [int(seed) for seed in seeds for _ in range(group_size)]
+        observations, infos = vec.reset(seed=env_seeds, options=options)
+        instructions = vec.get_attr("instructions")
+        episodes = []
+        for index, observation in enumerate(observations):
+            info = _info_at(infos, index)
+            trajectory = Trajectory(
+                env_id=self.env_id,
+                seed=info.get("episode_seed", env_seeds[index]),
+                group_id=index // group_size,
+                messages=[
+                    {"role": "system", "content": instructions[index]},
+                    {"role": "user", "content": observation},
+                ],
+                final_observation=observation,
+                agent=getattr(self.engine, "name", None),
+                metadata=dict(metadata or {}),
+            )
+            episode = _Episode(trajectory, observation, tokens=self.delta is not None)
+            if self.delta is not None:
+                episode.context = self.delta.prompt_ids(trajectory.messages)
+                trajectory.prompt_ids = list(episode.context)
+                trajectory.turn_completion_ids = []
+                trajectory.turn_env_ids = []
+                trajectory.turn_logprobs = []
+                if self._room(episode) < 1:
+                    self._end(episode, truncation_reason="context")
+            episodes.append(episode)
+        turn = 0
+        while any(not episode.done for episode in episodes):
+            self._turn(episodes)
+            turn += 1
+            if self.max_turns is not None and turn >= self.max_turns:
+                for episode in episodes:
+                    if not episode.done:
+                        self._end(episode, truncation_reason="max_turns")
+        return [episode.trajectory for episode in episodes]
+
+    # ----------------------------------------------------------------- one turn
+    def _room(self, episode: _Episode) -> int:
+        if self.max_total_tokens is None or not episode.tokens:
+            return self.max_new_tokens
+        return min(self.max_new_tokens, self.max_total_tokens - len(episode.context))
+
+    def _turn(self, episodes: list[_Episode]) -> None:
+        vec = self.vector_env
+        live = [index for index, episode in enumerate(episodes) if not episode.done]
+        envs = vec.get_attr("unwrapped") if self.needs_env else None
+        requests = []
+        for index in live:
+            episode = episodes[index]
+            requests.append(
+                GenerationRequest(
+                    max_new_tokens=self._room(episode),
+                    prompt_ids=episode.context if episode.tokens else None,
+                    messages=episode.trajectory.messages,
+                    env=None if envs is None else envs[index],
+                    stop_token_ids=self.delta.stop_token_ids if self.delta else (),
+                )
+            )
+        generations = self.engine.generate(requests)
+        if len(generations) != len(requests):
+            raise RuntimeError(
+                f"engine {self.engine!r} returned {len(generations)} generations for "
+                f"{len(requests)} requests"
+            )
+        actions = [""] * vec.num_envs
+        mask = np.zeros(vec.num_envs, dtype=np.bool_)
+        answered: dict[int, Generation] = {}
+        for index, generation in zip(live, generations, strict=True):
+            if generation.error is not None:
+                self._end(episodes[index], truncation_reason="error", error=generation.error)
+                continue
+            actions[index] = generation.text
+            mask[index] = True
+            answered[index] = generation
+        if not answered:
+            return
+        observations, rewards, terminations, truncations, infos = vec.step(actions, mask)
+        for index, generation in answered.items():
+            info = _info_at(infos, index)
+            self._record(
+                episodes[index],
+                generation,
+                observations[index],
+                float(rewards[index]),
+                bool(terminations[index]),
+                bool(truncations[index]),
+                info,
+            )
+
+    def _record(
+        self,
+        episode: _Episode,
+        generation: Generation,
+        observation: str,
+        reward: float,
+        terminated: bool,
+        truncated: bool,
+        info: dict[str, Any],
+    ) -> None:
+        trajectory = episode.trajectory
+        trajectory.steps.append(
+            Step(
+                observation=episode.observation,
+                reply=generation.text,
+                parsed_actions=list(info.get("parsed_actions", [])),
+                reward=reward,
+                info=info,
+                state_hash=info.get("state_hash"),
+            )
+        )
+        trajectory.messages.append({"role": "assistant", "content": generation.text})
+        trajectory.messages.append({"role": "user", "content": observation})
+        trajectory.final_observation = observation
+        trajectory.success = bool(info.get("success", False))
+        episode.observation = observation
+        if episode.tokens:
+            if generation.token_ids is None:
+                self._drop_tokens(episode)
+            else:
+                completion = list(generation.token_ids)
+                trajectory.turn_completion_ids.append(completion)  # type: ignore[union-attr]
+                if generation.logprobs is None or trajectory.turn_logprobs is None:
+                    trajectory.turn_logprobs = None
+                else:
+                    trajectory.turn_logprobs.append(list(generation.logprobs))
+                episode.context += completion
+                trajectory.turn_env_ids.append([])  # type: ignore[union-attr]
+        if terminated or truncated:
+            trajectory.terminated = terminated
+            trajectory.truncated = truncated and not terminated
+            trajectory.truncation_reason = info.get("truncation_reason")
+            episode.done = True
+            return
+        if episode.tokens:
+            assert self.delta is not None
+            delta = self.delta.turn_ids(trajectory.turn_completion_ids[-1], observation)  # type: ignore[index]
+            if self.max_total_tokens is not None and (
+                len(episode.context) + len(delta) + 1 > self.max_total_tokens
+            ):
+                self._end(episode, truncation_reason="context")
+                return
+            trajectory.turn_env_ids[-1] = delta  # type: ignore[index]
+            episode.context += delta
+
+    def _drop_tokens(self, episode: _Episode) -> None:
+        """The engine gave no token ids for a turn: the episode keeps text only."""
+        trajectory = episode.trajectory
+        episode.tokens = False
+        episode.context = []
+        trajectory.prompt_ids = None
+        trajectory.turn_completion_ids = None
+        trajectory.turn_env_ids = None
+        trajectory.turn_logprobs = None
+
+    @staticmethod
+    def _end(episode: _Episode, *, truncation_reason: str, error: str | None = None) -> None:
+        trajectory = episode.trajectory
+        trajectory.truncated = True
+        trajectory.truncation_reason = truncation_reason
+        trajectory.error = error
+        if trajectory.turn_env_ids:
+            trajectory.turn_env_ids[-1] = []
+        episode.done = True
+
+
+def collect_episodes(
+    env_id: str,
+    engine: Engine,
+    seeds: Sequence[int],
+    *,
+    group_size: int = 1,
+    max_turns: int | None = None,
+    max_new_tokens: int = 256,
+    max_total_tokens: int | None = None,
+    **env_kwargs: Any,
+) -> list[Trajectory]:
+    """One group of ``group_size`` episodes per seed of the registered ``env_id``."""
+    import gymnasium
+
+    import agent_envs  # noqa: F401  (registers the grl/* ids)
+
+    vec = gymnasium.make_vec(
+        env_id,
+        num_envs=len(seeds) * group_size,
+        group_size=group_size,
+        autoreset_mode="disabled",
+        **env_kwargs,
+    )
+    try:
+        collector = RolloutCollector(
+            vec,
+            engine,
+            env_id=env_id,
+            max_turns=max_turns,
+            max_new_tokens=max_new_tokens,
+            max_total_tokens=max_total_tokens,
+        )
+        return collector.collect(list(seeds))
+    finally:
+        vec.close()

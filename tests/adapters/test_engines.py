@@ -1,0 +1,109 @@
+"""Engines behind the one interface: transformers, scripted, and vLLM's clean skip."""
+
+from __future__ import annotations
+
+import gymnasium
+import pytest
+
+import agent_envs  # noqa: F401
+from adapters.engines import Engine, GenerationRequest, SamplingConfig
+from adapters.engines.scripted import PolicyEngine, oracle_engine, random_engine
+from adapters.engines.transformers import TransformersEngine
+
+
+def _request(tokenizer, text="<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n", **kw):
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    return GenerationRequest(prompt_ids=ids, stop_token_ids=(tokenizer.eos_token_id,), **kw)
+
+
+def test_engines__all_satisfy_the_protocol(tokenizer, tiny_model):
+    assert isinstance(TransformersEngine(tiny_model, tokenizer), Engine)
+    assert isinstance(oracle_engine(), Engine)
+    assert isinstance(random_engine(0), Engine)
+
+
+def test_engines__transformers_greedy_is_deterministic_and_respects_budgets(tokenizer, tiny_model):
+    engine = TransformersEngine(tiny_model, tokenizer, sampling=SamplingConfig(temperature=0))
+    requests = [
+        _request(tokenizer, max_new_tokens=3),
+        _request(tokenizer, "<|im_start|>user\nlonger prompt here<|im_end|>\n", max_new_tokens=7),
+    ]
+    first = engine.generate(requests)
+    second = engine.generate(requests)
+    assert [g.token_ids for g in first] == [g.token_ids for g in second]
+    assert len(first[0].token_ids) <= 3 and len(first[1].token_ids) <= 7
+    for generation in first:
+        assert len(generation.logprobs) == len(generation.token_ids)
+        assert generation.finish_reason in ("stop", "length")
+    # a batch of one gives the same greedy tokens as the same request inside a padded batch
+    alone = engine.generate(requests[:1])[0]
+    assert alone.token_ids == first[0].token_ids
+
+
+def test_engines__transformers_stops_at_the_stop_token(tokenizer, tiny_model):
+    engine = TransformersEngine(tiny_model, tokenizer, sampling=SamplingConfig(temperature=0))
+    probe = engine.generate([_request(tokenizer, max_new_tokens=4)])[0]
+    stop = probe.token_ids[0]
+    request = _request(tokenizer, max_new_tokens=4)
+    request.stop_token_ids = (stop,)
+    generation = engine.generate([request])[0]
+    assert generation.token_ids == [stop]
+    assert generation.finish_reason == "stop"
+    assert generation.text == ""
+
+
+def test_engines__transformers_restores_training_mode(tokenizer, tiny_model):
+    tiny_model.train()
+    TransformersEngine(tiny_model, tokenizer).generate([_request(tokenizer, max_new_tokens=2)])
+    assert tiny_model.training
+    tiny_model.eval()
+
+
+def test_engines__sampling_config_validates():
+    with pytest.raises(ValueError, match="temperature"):
+        SamplingConfig(temperature=-1)
+    with pytest.raises(ValueError, match="top_p"):
+        SamplingConfig(top_p=0)
+    with pytest.raises(ValueError, match="top_k"):
+        SamplingConfig(top_k=-2)
+
+
+def test_engines__scripted_oracle_and_random_read_the_env(tokenizer):
+    env = gymnasium.make("grl/Sokoban-v0")
+    env.reset(seed=1)
+    request = GenerationRequest(max_new_tokens=8, env=env, stop_token_ids=(tokenizer.eos_token_id,))
+    (oracle,) = oracle_engine(tokenizer=tokenizer).generate([request])
+    assert oracle.text == "<answer>Left || Down || Down || Left || Down</answer>"
+    assert oracle.token_ids[-1] == tokenizer.eos_token_id
+    assert tokenizer.decode(oracle.token_ids[:-1]) == oracle.text
+    first = random_engine(3).generate([request])[0].text
+    assert first == random_engine(3).generate([request])[0].text
+    assert first.startswith("<answer>")
+
+
+def test_engines__scripted_errors_are_per_request():
+    def broken(env, observation):
+        raise RuntimeError("policy bug")
+
+    env = gymnasium.make("grl/Sokoban-v0")
+    env.reset(seed=1)
+    generations = PolicyEngine(broken).generate(
+        [GenerationRequest(4, env=env), GenerationRequest(4)]
+    )
+    assert generations[0].error == "RuntimeError('policy bug')"
+    assert generations[1].error == "scripted engine needs the env"
+
+
+def test_engines__vllm_on_gpu(checkpoint_dir, tokenizer):
+    """Real vLLM on the tiny checkpoint: only where vLLM and a CUDA device exist."""
+    pytest.importorskip("vllm", reason="vLLM needs a CUDA machine")
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("vLLM needs a CUDA device")
+    from adapters.engines.vllm import VLLMEngine
+
+    engine = VLLMEngine(str(checkpoint_dir), tokenizer=tokenizer, gpu_memory_utilization=0.2)
+    generations = engine.generate([_request(tokenizer, max_new_tokens=5)] * 2)
+    for generation in generations:
+        assert 1 <= len(generation.token_ids) == len(generation.logprobs) <= 5
+    engine.weights_updated()

@@ -1,0 +1,187 @@
+"""TRL glue: the episode dataset, the rollout_func contract, and two real GRPO steps on CPU."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+pytest.importorskip("trl")
+pytest.importorskip("torch")
+
+from adapters.engines.scripted import oracle_engine
+from adapters.trl import (
+    episode_key,
+    episode_return_reward,
+    make_environment_factory,
+    make_episode_dataset,
+    make_rollout_func,
+    make_tool_dataset,
+    success_reward,
+)
+
+
+def test_trl__episode_dataset_keys_one_episode_per_row():
+    dataset = make_episode_dataset("grl/Sokoban-v0", seeds=[5, 6, 7])
+    assert dataset.column_names == ["prompt", "env_id", "seed", "instructions"]
+    assert dataset["prompt"] == [episode_key("grl/Sokoban-v0", seed) for seed in (5, 6, 7)]
+    assert json.loads(dataset["prompt"][1]) == {"env_id": "grl/Sokoban-v0", "seed": 6}
+    assert dataset["instructions"][0].startswith("You are playing Sokoban.")
+
+
+def test_trl__episode_dataset_rejects_bad_env_kwargs():
+    with pytest.raises(ValueError, match="width"):
+        make_episode_dataset("grl/Sokoban-v0", seeds=[1], width=-3)
+
+
+def test_trl__rollout_func_returns_one_row_per_prompt_and_groups_share_a_start(tokenizer):
+    seen = []
+    rollout = make_rollout_func(
+        "grl/Sokoban-v0",
+        max_new_tokens=32,
+        max_total_tokens=2048,
+        engine=oracle_engine(tokenizer=tokenizer),
+        on_trajectories=seen.extend,
+    )
+    prompts = [episode_key("grl/Sokoban-v0", seed) for seed in (1, 1, 2, 2)]
+    output = rollout(prompts, trainer=None)
+    assert set(output) == {
+        "prompt_ids", "completion_ids", "logprobs", "env_mask", "episode_return", "success",
+        "num_turns",
+    }  # fmt: skip
+    assert all(len(values) == 4 for values in output.values())
+    assert output["prompt_ids"][0] == output["prompt_ids"][1] != output["prompt_ids"][2]
+    assert [trajectory.group_id for trajectory in seen] == [0, 0, 1, 1]
+    assert output["success"] == [True] * 4
+    for ids, mask, logprobs in zip(
+        output["completion_ids"], output["env_mask"], output["logprobs"], strict=True
+    ):
+        assert len(ids) == len(mask) == len(logprobs)
+        assert mask[0] == 1 and mask[-1] == 1
+        assert ids[-1] == tokenizer.eos_token_id
+    assert output["num_turns"] == [2, 2, 1, 1]  # seed 1 needs 7 moves: two turns of <= 5
+    assert 0 in output["env_mask"][0] and 0 not in output["env_mask"][2]
+    assert output["episode_return"] == [trajectory.episode_return for trajectory in seen]
+
+
+def test_trl__rollout_func_rejects_a_prompt_that_is_not_an_episode_key(tokenizer):
+    rollout = make_rollout_func("grl/Sokoban-v0", engine=oracle_engine(tokenizer=tokenizer))
+    with pytest.raises(ValueError, match="not an episode key"):
+        rollout(["Solve this Sokoban level"], trainer=None)
+
+
+def test_trl__reward_functions_read_the_extra_fields():
+    assert episode_return_reward(["a", "b"], episode_return=[1.5, -0.2]) == [1.5, -0.2]
+    assert success_reward(["a", "b"], success=[True, False]) == [1.0, 0.0]
+
+
+def test_trl__environment_factory_plays_the_env_as_a_tool():
+    factory = make_environment_factory("grl/Sokoban-v0")
+    assert factory.__name__ == "SokobanTool"
+    assert make_environment_factory("grl/Sokoban-8x8-v0").__name__ == "Sokoban8x8Tool"
+    assert "Push every box onto a target." in factory.play.__doc__
+    environment = factory()
+    observation = environment.reset(seed=1, prompt="ignored")
+    assert "P" in observation
+    actions = environment.env.unwrapped.oracle_actions()
+    environment.play("<answer>" + " || ".join(actions[:5]) + "</answer>")
+    environment.play("<answer>" + " || ".join(actions[5:]) + "</answer>")
+    assert environment.done and environment.info["success"]
+    assert environment.get_reward() == pytest.approx(10.3)
+
+
+def test_trl__tool_dataset_has_chat_prompts_and_seeds():
+    dataset = make_tool_dataset("grl/Sokoban-v0", seeds=[4, 5])
+    assert dataset["seed"] == [4, 5]
+    (message,) = dataset["prompt"][0]
+    assert message["role"] == "user" and "play tool" in message["content"]
+
+
+def test_trl__two_grpo_steps_on_sokoban_with_the_env_mask_in_the_loss(
+    tmp_path, tokenizer, tiny_model
+):
+    import copy
+
+    import torch
+    from trl import GRPOConfig, GRPOTrainer
+
+    captured = []
+    trajectories = []
+
+    class RecordingTrainer(GRPOTrainer):
+        def compute_loss(self, model, inputs, *args, **kwargs):
+            captured.append(
+                {
+                    "tool_mask": inputs["tool_mask"].clone(),
+                    "completion_mask": inputs["completion_mask"].clone(),
+                }
+            )
+            loss = super().compute_loss(model, inputs, *args, **kwargs)
+            captured[-1]["loss"] = float(loss.detach())
+            return loss
+
+    def length_bonus(completions, **_):
+        """Varies within a group (a random model's episodes all earn the same env return),
+        so advantages are non-zero and the step really updates the weights."""
+        return [len(str(completion)) / 1000 for completion in completions]
+
+    model = copy.deepcopy(tiny_model)
+    before = [parameter.detach().clone() for parameter in model.parameters()]
+    args = GRPOConfig(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_steps=2,
+        learning_rate=1e-3,
+        logging_steps=1,
+        report_to="none",
+        use_cpu=True,
+        save_strategy="no",
+        max_completion_length=96,
+        temperature=1.0,
+        seed=0,
+        dataloader_num_workers=0,
+    )
+    trainer = RecordingTrainer(
+        model=model,
+        processing_class=tokenizer,
+        reward_funcs=[episode_return_reward, length_bonus],
+        train_dataset=make_episode_dataset("grl/Sokoban-v0", seeds=range(8)),
+        rollout_func=make_rollout_func(
+            "grl/Sokoban-v0",
+            max_new_tokens=12,
+            max_total_tokens=400,
+            max_turns=3,
+            on_trajectories=trajectories.extend,
+        ),
+        args=args,
+    )
+    trainer.train()
+    assert len(captured) == 2
+    for record in captured:
+        assert math.isfinite(record["loss"])
+        tool_mask, completion_mask = record["tool_mask"], record["completion_mask"]
+        # env tokens reached the loss as zeros of the mask inside real (unpadded) tokens
+        assert ((tool_mask == 0) & (completion_mask == 1)).any()
+        assert ((tool_mask == 1) & (completion_mask == 1)).any()
+    # each batch's env mask is exactly the one the rollouts produced
+    batch = trajectories[:4]
+    model_tokens = sorted(sum(trajectory.env_mask) for trajectory in batch)
+    first = captured[0]
+    assert (
+        sorted((first["tool_mask"] * first["completion_mask"]).sum(dim=1).tolist()) == model_tokens
+    )
+    # rewards are the env's episode returns
+    key = "rewards/episode_return_reward/mean"
+    logged = [entry for entry in trainer.state.log_history if key in entry]
+    assert len(logged) == 2
+    for step, entry in enumerate(logged):
+        returns = [t.episode_return for t in trajectories[4 * step : 4 * step + 4]]
+        assert entry[key] == pytest.approx(np.mean(returns), abs=1e-5)
+    assert all(trajectory.num_turns >= 1 for trajectory in trajectories)
+    assert any(
+        not torch.equal(old, new.detach())
+        for old, new in zip(before, model.parameters(), strict=True)
+    )
