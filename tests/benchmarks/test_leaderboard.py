@@ -1,0 +1,426 @@
+"""The leaderboard: statistics against hand-computed cases, resume, the validator, the HTML
+report and the command line, on the ``smoke`` preset (2 ids x 2 seeds, random and oracle)."""
+
+from __future__ import annotations
+
+import html.parser
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from agent_envs.core.records import Step, Trajectory
+from benchmarks import leaderboard
+from benchmarks.leaderboard_stats import (
+    compare_summaries,
+    mean_and_stderr,
+    paired_difference,
+    summarize,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+SMOKE_IDS = ["grl/Sokoban-v0", "grl/GSM8K-v0"]
+
+
+def run_smoke(out: Path, *extra: str) -> dict:
+    args = leaderboard.parse_args(["--preset", "smoke", "--out", str(out), "--no-progress", *extra])
+    return leaderboard.main(args)
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("smoke") / "run"
+    run_smoke(out)
+    return out
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text().splitlines()
+
+
+# --------------------------------------------------------------------------- statistics
+@pytest.mark.parametrize(
+    ("values", "mean", "stderr"),
+    [
+        ([1.0], 1.0, 0.0),
+        ([1.0, 2.0, 3.0, 4.0], 2.5, math.sqrt(5 / 3) / 2),  # s^2 = 5/3, n = 4
+        ([0.0, 0.0, 1.0, 1.0], 0.5, math.sqrt(1 / 3) / 2),
+        ([-0.5, -0.5], -0.5, 0.0),
+    ],
+)
+def test_stats__mean_and_stderr_hand_computed(values, mean, stderr):
+    assert mean_and_stderr(values) == pytest.approx((mean, stderr), abs=1e-12)
+
+
+def test_stats__paired_difference_hand_computed():
+    # B - A per seed: [1, 0, 0, 1, 1] → mean 0.6, s^2 = (3*0.16 + 2*0.36)/4 = 0.3
+    a = [0.0, 1.0, 0.0, 0.0, 0.0]
+    b = [1.0, 1.0, 0.0, 1.0, 1.0]
+    se = math.sqrt(0.3 / 5)
+    result = paired_difference(a, b)
+    assert result["n"] == 5
+    assert result["mean"] == pytest.approx(0.6)
+    assert result["se"] == pytest.approx(se)
+    assert result["low"] == pytest.approx(0.6 - 1.96 * se)
+    assert result["high"] == pytest.approx(0.6 + 1.96 * se)
+    assert (result["low"], result["high"]) == pytest.approx((0.1199, 1.0801), abs=1e-4)
+
+
+def _trajectory(env_id, agent, seed, rewards, success, valid=None):
+    valid = valid or [True] * len(rewards)
+    steps = [
+        Step(observation="o", reply="r", parsed_actions=[], reward=reward,
+             info={"action_valid": ok, "success": success and index == len(rewards) - 1})
+        for index, (reward, ok) in enumerate(zip(rewards, valid, strict=True))
+    ]  # fmt: skip
+    return Trajectory(env_id=env_id, seed=seed, steps=steps, success=success, agent=agent)
+
+
+def test_stats__summary_overall_and_paired_hand_computed():
+    envs, agents = ["e1", "e2"], ["a", "b"]
+    trajectories = [
+        _trajectory("e1", "a", 1, [0.0], False),
+        _trajectory("e1", "a", 2, [1.0], True),
+        _trajectory("e1", "b", 1, [1.0], True),
+        _trajectory("e1", "b", 2, [1.0, 0.5], True, valid=[False, True]),
+        _trajectory("e2", "a", 1, [0.0], False),
+        _trajectory("e2", "a", 2, [0.0], False),
+        _trajectory("e2", "b", 1, [2.0], True),
+        _trajectory("e2", "b", 2, [0.0], False),
+    ]
+    summary = summarize(trajectories, envs, agents)
+    e1b = summary["per_env"]["e1"]["b"]
+    assert e1b["n"] == 2 and e1b["seeds"] == [1, 2]
+    assert e1b["return"] == pytest.approx({"mean": 1.25, "se": 0.25})
+    assert e1b["turns"] == pytest.approx({"mean": 1.5, "se": 0.5})
+    assert e1b["validity"] == pytest.approx({"mean": 0.75, "se": 0.25})
+    # overall success of b: mean(1.0, 0.5) = 0.75, SE = sqrt(0^2 + 0.5^2) / 2 = 0.25
+    assert summary["overall"]["b"]["success"] == pytest.approx({"mean": 0.75, "se": 0.25})
+    (pair,) = summary["paired"]
+    assert (pair["a"], pair["b"]) == ("a", "b")
+    # e1 success B - A: [1, 0] → 0.5 ± 0.5; e2: [1, 0] → 0.5 ± 0.5
+    assert pair["per_env"]["e1"]["success"]["se"] == pytest.approx(0.5)
+    overall = pair["overall"]["success"]
+    assert overall["mean"] == pytest.approx(0.5)
+    assert overall["se"] == pytest.approx(math.sqrt(0.5) / 2)
+    assert overall["low"] == pytest.approx(0.5 - 1.96 * math.sqrt(0.5) / 2)
+    assert overall["n"] == 4
+
+
+def test_stats__duplicate_episode_is_refused():
+    twice = [_trajectory("e1", "a", 1, [0.0], False)] * 2
+    with pytest.raises(ValueError, match="two trajectories"):
+        summarize(twice, ["e1"], ["a"])
+
+
+def test_stats__compare_summaries_names_the_tampered_number():
+    stored = {"x": {"mean": 0.5, "n": 2}, "y": [1.0]}
+    assert compare_summaries(stored, {"x": {"mean": 0.5, "n": 2}, "y": [1.0]}) == []
+    problems = compare_summaries(stored, {"x": {"mean": 0.25, "n": 2}, "y": [1.0]})
+    assert problems == ["summary.x.mean: stored 0.5, recomputed 0.25"]
+
+
+# --------------------------------------------------------------------------- seeds
+def test_eval_seeds__published_values_and_prefixes():
+    seeds = leaderboard.eval_seeds("grl/Sokoban-v0", 256)
+    assert len(set(seeds)) == 256 and all(0 <= seed < 2**31 for seed in seeds)
+    assert leaderboard.eval_seeds("grl/Sokoban-v0", 20) == seeds[:20]
+    assert leaderboard.eval_seeds("grl/GSM8K-v0", 3) != seeds[:3]
+    assert seeds[:3] == PUBLISHED_SOKOBAN_SEEDS
+
+
+PUBLISHED_SOKOBAN_SEEDS = leaderboard.eval_seeds("grl/Sokoban-v0", 3)
+
+
+# --------------------------------------------------------------------------- a run
+def test_run__smoke_writes_every_file_and_validates(smoke_run):
+    for name in ("manifest.json", "episodes.jsonl", "summary.json", "leaderboard.md",
+                 "report.html"):  # fmt: skip
+        assert (smoke_run / name).exists(), name
+    manifest = json.loads((smoke_run / "manifest.json").read_text())
+    settings = manifest["settings"]
+    assert settings["envs"] == SMOKE_IDS
+    assert settings["seeds"]["grl/Sokoban-v0"] == leaderboard.eval_seeds("grl/Sokoban-v0", 2)
+    assert settings["env_kwargs"]["grl/Sokoban-v0"]["kwargs"]["max_turns"] == 6
+    assert manifest["environment"]["packages"]["gymnasium"]
+    records = [json.loads(line) for line in lines(smoke_run / "episodes.jsonl")]
+    assert len(records) == 8
+    assert {(r["agent"], r["env_id"]) for r in records} == {
+        (agent, env_id) for agent in ("random", "oracle") for env_id in SMOKE_IDS
+    }
+    assert all(r["steps"] and "parsed_actions" in r["steps"][0] for r in records)
+    assert leaderboard.validate(smoke_run) == []
+    summary = json.loads((smoke_run / "summary.json").read_text())
+    for env_id in SMOKE_IDS:
+        assert summary["per_env"][env_id]["oracle"]["success"] == {"mean": 1.0, "se": 0.0}
+    assert "| oracle (ceiling) | 2 | 1.00 ± 0.00 |" in (smoke_run / "leaderboard.md").read_text()
+
+
+def test_run__resume_plays_only_the_rest(tmp_path, capsys, smoke_run):
+    out = tmp_path / "run"
+    run_smoke(out, "--stop-after", "3")
+    assert len(lines(out / "episodes.jsonl")) == 3
+    assert not (out / "summary.json").exists()
+    first_three = lines(out / "episodes.jsonl")
+    capsys.readouterr()
+    summary = run_smoke(out)
+    printed = capsys.readouterr().out
+    assert "5 episodes played, 3 reused" in printed
+    assert lines(out / "episodes.jsonl")[:3] == first_three
+    assert summary == json.loads((smoke_run / "summary.json").read_text())
+    # a finished run resumed again plays nothing
+    run_smoke(out)
+    assert "0 episodes played, 8 reused" in capsys.readouterr().out
+
+
+def test_run__torn_last_line_is_dropped_and_replayed(tmp_path, capsys):
+    out = tmp_path / "run"
+    run_smoke(out, "--stop-after", "2")
+    with open(out / "episodes.jsonl", "a") as handle:
+        handle.write('{"env_id": "grl/Sok')  # killed mid-write
+    run_smoke(out)
+    assert "6 episodes played, 2 reused" in capsys.readouterr().out
+    assert leaderboard.validate(out) == []
+
+
+def test_run__a_new_agent_joins_without_replaying_the_others(tmp_path, capsys):
+    out = tmp_path / "run"
+    run_smoke(out, "--agents", "oracle")
+    capsys.readouterr()
+    summary = run_smoke(out, "--agents", "oracle", "random")
+    assert "4 episodes played, 4 reused" in capsys.readouterr().out
+    assert list(summary["overall"]) == ["oracle", "random"]
+    assert leaderboard.validate(out) == []
+    with pytest.raises(SystemExit, match="'random' of the run is not in --agents"):
+        run_smoke(out, "--agents", "oracle")
+
+
+def test_run__other_settings_are_refused(tmp_path):
+    out = tmp_path / "run"
+    run_smoke(out, "--stop-after", "1")
+    with pytest.raises(SystemExit, match="other settings"):
+        run_smoke(out, "--seeds", "3")
+    run_smoke(out, "--seeds", "3", "--fresh", "--stop-after", "1")
+    assert len(lines(out / "episodes.jsonl")) == 1
+
+
+# --------------------------------------------------------------------------- validator
+def _copy(run: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    return Path(shutil.copytree(run, tmp_path / "copy"))
+
+
+def _tamper_summary(run: Path) -> str:
+    path = run / "summary.json"
+    summary = json.loads(path.read_text())
+    summary["per_env"]["grl/Sokoban-v0"]["random"]["return"]["mean"] += 0.01
+    path.write_text(json.dumps(summary))
+    return "per_env.grl/Sokoban-v0.random.return.mean"
+
+
+def _tamper_step_reward(run: Path) -> str:
+    path = run / "episodes.jsonl"
+    records = [json.loads(line) for line in lines(path)]
+    records[0]["steps"][0]["reward"] += 1.0
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    return "episode_return"
+
+
+def _tamper_markdown(run: Path) -> str:
+    path = run / "leaderboard.md"
+    path.write_text(path.read_text().replace("1.00 ± 0.00", "0.99 ± 0.00", 1))
+    return "leaderboard.md differs"
+
+
+def _tamper_html(run: Path) -> str:
+    path = run / "report.html"
+    path.write_text(path.read_text().replace("<td>1.00 ± 0.00</td>", "<td>0.98 ± 0.00</td>", 1))
+    return "report.html: table"
+
+
+def _drop_episode(run: Path) -> str:
+    path = run / "episodes.jsonl"
+    path.write_text("\n".join(lines(path)[1:]) + "\n")
+    return "missing"
+
+
+@pytest.mark.parametrize(
+    "tamper", [_tamper_summary, _tamper_step_reward, _tamper_markdown, _tamper_html, _drop_episode]
+)
+def test_validate__catches_tampering(smoke_run, tmp_path, tamper):
+    run = _copy(smoke_run, tmp_path)
+    assert leaderboard.validate(run) == []
+    expected = tamper(run)
+    problems = leaderboard.validate(run)
+    assert problems and any(expected in problem for problem in problems), problems
+
+
+def test_validate__cli_exits_nonzero_with_a_message(smoke_run, tmp_path, capsys):
+    run = _copy(smoke_run, tmp_path)
+    _tamper_summary(run)
+    with pytest.raises(SystemExit) as exit_info:
+        leaderboard.main(leaderboard.parse_args(["--validate", str(run)]))
+    assert exit_info.value.code == 1
+    assert "per_env.grl/Sokoban-v0.random.return.mean" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- HTML
+class _Page(html.parser.HTMLParser):
+    VOID: ClassVar[set[str]] = {"meta", "img", "br", "hr", "link", "input"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.errors: list[str] = []
+        self.urls: list[str] = []
+        self.tags: dict[str, int] = {}
+
+    def handle_starttag(self, tag, attrs):
+        self.tags[tag] = self.tags.get(tag, 0) + 1
+        self.urls += [value for name, value in attrs if name in ("src", "href") and value]
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"</{tag}> closes {self.stack[-1:]} ")
+        else:
+            self.stack.pop()
+
+
+def test_report__html_parses_is_self_contained_and_links_replays(smoke_run):
+    text = (smoke_run / "report.html").read_text()
+    assert text.startswith("<!DOCTYPE html>")
+    page = _Page()
+    page.feed(text)
+    page.close()
+    assert page.errors == [] and page.stack == []
+    assert page.tags["table"] == 1 + len(SMOKE_IDS) + 1  # overall, per env, paired
+    assert page.tags["img"] == len(SMOKE_IDS)
+    assert "http://" not in text and "https://" not in text
+    images = [url for url in page.urls if url.startswith("data:")]
+    assert len(images) == len(SMOKE_IDS)
+    assert all(url.startswith("data:image/png;base64,") for url in images)
+    links = [url for url in page.urls if not url.startswith(("data:", "#"))]
+    assert sorted(links) == ["replays/grl_GSM8K-v0.html", "replays/grl_Sokoban-v0.html"]
+    for link in links:
+        replay = (smoke_run / link).read_text()
+        assert "oracle" in replay and "random" in replay
+        assert "http://" not in replay and "https://" not in replay
+        assert "data:image/png;base64," in replay  # turns drawn by playing the replies again
+
+
+# --------------------------------------------------------------------------- CLI
+def test_cli__smoke_then_validate(tmp_path):
+    out = tmp_path / "cli"
+    command = [sys.executable, "-m", "benchmarks.leaderboard"]
+    ran = subprocess.run(
+        [*command, "--envs", *SMOKE_IDS, "--agents", "random", "oracle", "--seeds", "2",
+         "--out", str(out), "--no-progress", "--no-replays"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert "8 episodes played, 0 reused" in ran.stdout
+    assert "oracle - random" in ran.stdout
+    checked = subprocess.run(
+        [*command, "--validate", str(out)], cwd=ROOT, capture_output=True, text=True
+    )
+    assert checked.returncode == 0, checked.stderr
+    assert checked.stdout.startswith("OK")
+
+
+def test_run__model_agents_keep_their_envs_seeds_and_turn_cap(tmp_path, monkeypatch):
+    """A model agent (here the oracle behind the engine path, batched) plays only
+    ``--model-envs``, the first ``--model-seeds`` seeds and at most ``--model-max-turns``."""
+    from adapters.engines import oracle_engine
+
+    def fake_engine(agent, seed=None):
+        if agent.kind == "transformers":
+            return oracle_engine()
+        return real_engine(agent, seed)
+
+    real_engine = leaderboard.make_engine
+    monkeypatch.setattr(leaderboard, "make_engine", fake_engine)
+    out = tmp_path / "run"
+    summary = run_smoke(
+        out, "--agents", "random", "hf:/models/tiny", "--seeds", "3", "--model-seeds", "2",
+        "--model-envs", "grl/Sokoban-v0", "--model-max-turns", "1", "--batch-size", "2",
+    )  # fmt: skip
+    manifest = json.loads((out / "manifest.json").read_text())
+    model = manifest["settings"]["agents"][1]
+    assert (model["name"], model["kind"], model["target"]) == (
+        "tiny",
+        "transformers",
+        "/models/tiny",
+    )
+    assert model["sampling"] == {"temperature": 0.0, "top_p": 1.0}
+    assert list(summary["per_env"]["grl/Sokoban-v0"]) == ["random", "tiny"]
+    assert list(summary["per_env"]["grl/GSM8K-v0"]) == ["random"]
+    row = summary["per_env"]["grl/Sokoban-v0"]["tiny"]
+    assert row["seeds"] == sorted(leaderboard.eval_seeds("grl/Sokoban-v0", 2))
+    assert row["turns"] == {"mean": 1.0, "se": 0.0}
+    (pair,) = summary["paired"]
+    assert pair["per_env"]["grl/Sokoban-v0"]["success"]["n"] == 2
+    assert leaderboard.validate(out) == []
+
+
+@pytest.mark.parametrize(
+    ("spec", "name", "kind", "target"),
+    [
+        ("random", "random", "scripted", None),
+        ("model", "smollm2", "transformers", "smollm2"),
+        ("hf:/ckpt/qwen-0.5b/", "qwen-0.5b", "transformers", "/ckpt/qwen-0.5b/"),
+        ("vllm:Qwen/Qwen2.5-0.5B", "Qwen2.5-0.5B", "vllm", "Qwen/Qwen2.5-0.5B"),
+        ("openai:org/m@http://127.0.0.1:8000/v1", "m", "openai", "org/m@http://127.0.0.1:8000/v1"),
+    ],
+)
+def test_agents__specs(spec, name, kind, target):
+    agent = leaderboard.AgentSpec.parse(spec, leaderboard.resolve(leaderboard.Args()))
+    assert (agent.name, agent.kind, agent.target) == (name, kind, target)
+
+
+def test_agents__unknown_spec_is_refused():
+    with pytest.raises(SystemExit, match="cannot read 'gpt'"):
+        leaderboard.AgentSpec.parse("gpt", leaderboard.Args())
+
+
+def test_run__records_without_a_manifest_are_not_reused(tmp_path, capsys):
+    out = tmp_path / "run"
+    out.mkdir()
+    stale = {"env_id": "grl/Sokoban-v0", "agent": "oracle", "seed": 0, "success": True}
+    (out / "episodes.jsonl").write_text(json.dumps(stale) + "\n")
+    run_smoke(out)
+    assert "8 episodes played, 0 reused" in capsys.readouterr().out
+    assert leaderboard.validate(out) == []
+
+
+COMMITTED = ROOT / "benchmarks" / "results" / "leaderboard"
+
+
+@pytest.mark.parametrize("folder", [COMMITTED, COMMITTED / "grl"], ids=["default", "grl"])
+def test_committed_report__is_self_contained_html(folder):
+    if not (folder / "report.html").exists():
+        pytest.skip(f"no committed report in {folder}")
+    text = (folder / "report.html").read_text(encoding="utf-8")
+    page = _Page()
+    page.feed(text)
+    page.close()
+    assert page.errors == [] and page.stack == []
+    assert "http://" not in text and "https://" not in text
+    summary = json.loads((folder / "summary.json").read_text())
+    assert page.tags["img"] == len(summary["per_env"])
+    for url in page.urls:
+        if not url.startswith(("data:", "#")):
+            assert (folder / url).exists(), url
+    assert list(summary["overall"]) == ["random", "oracle"]
+
+
+def test_committed_report__validates_against_its_trajectories():
+    if not (COMMITTED / "episodes.jsonl.gz").exists():
+        pytest.skip("the committed report's trajectories are not committed")
+    assert leaderboard.validate(COMMITTED) == []
