@@ -110,7 +110,7 @@ class TransformersEngine:
                     eos_token_id=stops or None,
                     pad_token_id=self.pad_token_id,
                     return_dict_in_generate=True,
-                    output_scores=True,
+                    output_logits=True,
                     **options,
                 )
         finally:
@@ -119,8 +119,12 @@ class TransformersEngine:
         sampled = output.sequences[:, width:]
         steps = sampled.shape[1]
         if steps:
-            scores = torch.stack(output.scores, dim=1).float()  # (batch, steps, vocab)
-            logprobs = torch.log_softmax(scores, dim=-1)
+            # The model's own distribution at the sampling temperature (what a trainer scores),
+            # not the top-p/top-k-filtered scores, which renormalise over the nucleus.
+            logits = torch.stack(output.logits, dim=1).float()  # (batch, steps, vocab)
+            if sampling.temperature > 0:
+                logits = logits / sampling.temperature
+            logprobs = torch.log_softmax(logits, dim=-1)
             chosen = logprobs.gather(-1, sampled.unsqueeze(-1)).squeeze(-1).tolist()
         else:
             chosen = [[] for _ in requests]

@@ -107,3 +107,23 @@ def test_engines__vllm_on_gpu(checkpoint_dir, tokenizer):
     for generation in generations:
         assert 1 <= len(generation.token_ids) == len(generation.logprobs) <= 5
     engine.weights_updated()
+
+
+def test_engines__transformers_logprobs_are_the_models_at_the_sampling_temperature(
+    tokenizer, tiny_model
+):
+    """Top-p must not renormalise the reported logprobs: they are what a trainer recomputes,
+    log_softmax(logits / temperature) of the model on prompt + sampled tokens."""
+    import torch
+
+    sampling = SamplingConfig(temperature=0.7, top_p=0.5, seed=3)
+    engine = TransformersEngine(tiny_model, tokenizer, sampling=sampling)
+    request = _request(tokenizer, max_new_tokens=6)
+    generation = engine.generate([request])[0]
+    ids = torch.tensor([request.prompt_ids + generation.token_ids])
+    with torch.no_grad():
+        logits = tiny_model(input_ids=ids).logits[0].float() / sampling.temperature
+    start = len(request.prompt_ids)
+    expected = torch.log_softmax(logits[start - 1 : -1], dim=-1)
+    expected = expected.gather(-1, torch.tensor(generation.token_ids)[:, None])[:, 0]
+    assert generation.logprobs == pytest.approx(expected.tolist(), abs=1e-4)
