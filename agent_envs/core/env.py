@@ -219,19 +219,7 @@ class TextEnv(gym.Env[str, str]):
         observation = self._render_text()
         self._observations = [observation]
         self._replies = []
-        info = {
-            "action_valid": True,
-            "format_ok": True,
-            "parsed_actions": [],
-            "num_actions": 0,
-            "action_effective": False,
-            "success": self._is_success(),
-            "turn": 0,
-            "truncation_reason": None,
-            "episode_seed": seed,
-            "state_hash": self.state_hash(),
-        }
-        info.update(self._extra_info())
+        info = self._info(True, True, [], 0, False, None)
         if self.render_mode == "human":
             self.render()
         return observation, info
@@ -248,7 +236,6 @@ class TextEnv(gym.Env[str, str]):
             if end is not None:
                 reward += end.reward
                 done = end.done
-        success = self._is_success()
         truncation_reason = None
         if not done:
             budget = self.max_actions_per_episode
@@ -266,21 +253,9 @@ class TextEnv(gym.Env[str, str]):
             observation = f"{feedback}\n{observation}"
         self._replies.append(action if isinstance(action, str) else repr(action))
         self._observations.append(observation)
-        info = {
-            "action_valid": valid,
-            "format_ok": parsed.format_ok,
-            "parsed_actions": list(parsed.actions),
-            "num_actions": executed,
-            "action_effective": effective,
-            "success": success,
-            "turn": self._turn,
-            "truncation_reason": truncation_reason,
-            "episode_seed": self._episode_seed,
-            "state_hash": self.state_hash(),
-        }
-        extra = self._extra_info()
-        if extra:
-            info.update(extra)
+        info = self._info(
+            valid, parsed.format_ok, list(parsed.actions), executed, effective, truncation_reason
+        )
         if self.render_mode == "human":
             self.render()
         return observation, reward, done, self._truncated, info
@@ -371,20 +346,36 @@ class TextEnv(gym.Env[str, str]):
     def _after_end(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """A step after the episode ended executes nothing (Gymnasium leaves this undefined;
         we answer with the final state and zero reward instead of raising)."""
+        info = self._info(False, self._parse(action).format_ok, [], 0, False, None)
+        return self._observations[-1], 0.0, self._terminated, self._truncated, info
+
+    def _info(
+        self,
+        action_valid: bool,
+        format_ok: bool,
+        parsed_actions: list[str],
+        num_actions: int,
+        action_effective: bool,
+        truncation_reason: str | None,
+    ) -> dict[str, Any]:
+        """The common info keys (:data:`COMMON_INFO_KEYS`) of the current state, then the
+        env's own."""
         info = {
-            "action_valid": False,
-            "format_ok": self._parse(action).format_ok,
-            "parsed_actions": [],
-            "num_actions": 0,
-            "action_effective": False,
+            "action_valid": action_valid,
+            "format_ok": format_ok,
+            "parsed_actions": parsed_actions,
+            "num_actions": num_actions,
+            "action_effective": action_effective,
             "success": self._is_success(),
             "turn": self._turn,
-            "truncation_reason": None,
+            "truncation_reason": truncation_reason,
             "episode_seed": self._episode_seed,
             "state_hash": self.state_hash(),
         }
-        info.update(self._extra_info())
-        return self._observations[-1], 0.0, self._terminated, self._truncated, info
+        extra = self._extra_info()
+        if extra:
+            info.update(extra)
+        return info
 
     def state_hash(self) -> str:
         """A short hex digest of the state, stable across processes and Python versions."""
