@@ -22,10 +22,12 @@ import os
 import platform
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+
+from benchmarks.throughput import timed
 
 ROOT = Path(__file__).resolve().parent.parent
 PEER_PYTHON = ROOT / "benchmarks/.peers/tetris-gymnasium/bin/python"
@@ -57,16 +59,6 @@ def _time_turns(env, replies: Sequence[str], turns: int) -> list[float]:
     return samples
 
 
-def _timed(function: Callable[[], object], repeat: int) -> list[float]:
-    samples = []
-    clock = time.perf_counter
-    for _ in range(repeat):
-        start = clock()
-        function()
-        samples.append(clock() - start)
-    return samples
-
-
 def ours(turns: int = 20_000, seed: int = 0) -> dict[str, float]:
     """Our timings (µs): full turns, reset, and one oracle call."""
     from agent_envs.envs.tetris import TetrisEnv
@@ -93,7 +85,7 @@ def ours(turns: int = 20_000, seed: int = 0) -> dict[str, float]:
     results.update(_summary(_time_turns(grl_env, grl, turns), "grl_4x4_turn_5_actions"))
     env = TetrisEnv()
     seeds = iter(range(10**9))
-    results.update(_summary(_timed(lambda: env.reset(seed=next(seeds)), 5000), "reset"))
+    results.update(_summary(timed(lambda: env.reset(seed=next(seeds)), 5000), "reset"))
     oracle_samples = []
     for episode in range(5):
         env.reset(seed=episode)
