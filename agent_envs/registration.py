@@ -1,8 +1,15 @@
 """Every registered ``grl/*`` id, in one greppable place.
 
 Entry points are strings, so registering imports no env module; kwargs are JSON-serialisable.
-``max_episode_steps`` is always the env's ``max_turns`` (the one turn budget): to change it,
-pass both, e.g. ``gymnasium.make(id, max_turns=10, max_episode_steps=10)``.
+
+The turn budget is one argument, ``max_turns``: ``gymnasium.make(id, max_turns=10)`` and
+``gymnasium.make_vec(id, num_envs=n, max_turns=10)`` both give 10-turn episodes, which the env
+itself truncates with ``info["truncation_reason"] == "max_turns"``. Ids are therefore
+registered without ``max_episode_steps``: a registered value would make ``gymnasium.make`` wrap
+the env in a ``TimeLimit`` that cuts at the registered budget whatever ``max_turns`` says, and
+gives no truncation reason. ``make_vec`` also reads ``max_episode_steps=k`` as ``max_turns=k``
+(and refuses the two with different values); in ``gymnasium.make`` it is Gymnasium's own
+``TimeLimit`` on top of the env, so pass ``max_turns`` instead.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ _WEBSHOP = "agent_envs.envs.webshop.env:WebShopEnv"
 _WEBSHOP_VECTOR = "agent_envs.envs.webshop:make_vector_env"
 _GRL_BLOCKSWORLD_BUDGET = dict(max_turns=11, max_actions_per_turn=5, max_actions_per_episode=20)
 
-#: id → (entry point, vector entry point, kwargs). ``max_turns`` is also max_episode_steps.
+#: id → (entry point, vector entry point, kwargs); ``max_turns`` is the turn budget.
 PRESETS: dict[str, tuple[str, str, dict[str, Any]]] = {
     # GRL's Sokoban: 6x6 room, 1 box, 6 turns, 5 actions per turn, 10 per episode.
     "grl/Sokoban-v0": (
@@ -144,6 +151,5 @@ def register_all() -> None:
             id=env_id,
             entry_point=entry_point,
             vector_entry_point=vector_entry_point,
-            max_episode_steps=kwargs["max_turns"],
             kwargs=dict(kwargs),
         )

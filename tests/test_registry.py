@@ -26,9 +26,13 @@ def test_registry__check_text_env(env_id):
 
 
 @pytest.mark.parametrize("env_id", GRL_IDS)
-def test_registry__max_episode_steps_is_max_turns(env_id):
+def test_registry__the_env_owns_its_turn_budget(env_id):
+    # No registered max_episode_steps: gymnasium.make would wrap a TimeLimit that ignores a
+    # max_turns passed to make (tests/core/test_turn_budget.py plays the episodes).
     spec = gym.spec(env_id)
-    assert spec.max_episode_steps == spec.kwargs["max_turns"]
+    assert spec.max_episode_steps is None
+    assert isinstance(spec.kwargs["max_turns"], int)
+    assert gym.make(env_id, max_turns=3).unwrapped.max_turns == 3
 
 
 @pytest.mark.parametrize("env_id", GRL_IDS)
@@ -42,9 +46,12 @@ def test_registry__make_vec_returns_the_text_vector_env(env_id):
     envs.close()
 
 
-def test_registry__make_vec_rejects_disagreeing_turn_budgets():
-    with pytest.raises(ValueError, match="max_turns"):
-        gym.make_vec("grl/Sokoban-v0", num_envs=2, max_turns=9)
+def test_registry__make_vec_takes_max_turns_and_rejects_disagreeing_budgets():
+    envs = gym.make_vec("grl/Sokoban-v0", num_envs=2, max_turns=9)
+    assert envs.call("max_turns") == (9, 9)
+    envs.close()
+    with pytest.raises(ValueError, match="max_turns=9 and max_episode_steps=8"):
+        gym.make_vec("grl/Sokoban-v0", num_envs=2, max_turns=9, max_episode_steps=8)
 
 
 def test_registry__import_free_make_and_no_heavy_imports():

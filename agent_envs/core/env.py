@@ -81,7 +81,8 @@ class TextEnv(gym.Env[str, str]):
     """Base class of every text env; see the module docstring for the turn semantics.
 
     Args:
-        max_turns: turns per episode (also the registered ``max_episode_steps``).
+        max_turns: turns per episode, the one turn budget (ids are registered without
+            ``max_episode_steps``: the env truncates itself, see ``agent_envs.registration``).
         max_actions_per_turn: actions read from one reply (``None``: no limit).
         max_actions_per_episode: the episode's action budget (``None``: no budget).
         format_penalty: reward of a turn whose answer could not be read.

@@ -22,26 +22,28 @@ def vector_entry_point(env_cls: Callable[..., Any]) -> Callable[..., TextVectorE
 
     The returned creator takes ``num_envs``, the vector options (``group_size``,
     ``autoreset_mode``, ``mode``, ``num_workers``, ``context``) and the env's own keyword
-    arguments. ``make_vec`` also passes the registered ``max_episode_steps``; it must equal the
-    env's ``max_turns`` (the one turn budget), otherwise a ``ValueError`` names both.
+    arguments, ``max_turns`` (the turn budget) among them. ``max_episode_steps=k`` is read as
+    ``max_turns=k`` when ``max_turns`` is not given; a registered id always gives its preset's
+    ``max_turns``, so there ``max_episode_steps`` must agree with it (a ``ValueError`` names
+    both otherwise): pass ``max_turns`` to change the budget.
     """
 
     def make(
         num_envs: int = 1, max_episode_steps: int | None = None, **kwargs: Any
     ) -> TextVectorEnv:
         vector_kwargs = {key: kwargs.pop(key) for key in _VECTOR_KWARGS if key in kwargs}
-        max_turns = kwargs.get("max_turns")
-        if (
-            max_episode_steps is not None
-            and max_turns is not None
-            and max_turns != max_episode_steps
-        ):
-            raise ValueError(
-                f"max_turns={max_turns} and max_episode_steps={max_episode_steps} disagree: "
-                "the turn budget is max_turns; pass both with the same value"
-            )
-        if max_episode_steps is not None and max_turns is None:
-            kwargs["max_turns"] = max_episode_steps
+        if max_episode_steps is not None:
+            if isinstance(max_episode_steps, bool) or not isinstance(max_episode_steps, int):
+                raise ValueError(
+                    f"max_episode_steps must be a positive int or None, got {max_episode_steps!r}"
+                )
+            max_turns = kwargs.setdefault("max_turns", max_episode_steps)
+            if max_turns != max_episode_steps:
+                raise ValueError(
+                    f"max_turns={max_turns} and max_episode_steps={max_episode_steps} disagree: "
+                    f"the turn budget is max_turns (the preset's, unless you pass it): pass "
+                    f"max_turns={max_episode_steps} instead"
+                )
         env_fn = functools.partial(env_cls, **kwargs)
         return TextVectorEnv([env_fn] * num_envs, **vector_kwargs)
 
