@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent_envs.core.parsing import AnswerFormat, parse_reply
+from agent_envs.core.spaces import MAX_REPLY_LENGTH
 
 GAME = AnswerFormat(separator="||", max_actions_per_turn=5)
 SQL = AnswerFormat(separator=None)
@@ -142,3 +143,22 @@ def test_parse_reply__normalisation_can_be_turned_off_for_exact_text():
     reply = "<answer>SELECT * FROM t WHERE unit = 'µm' AND x = 'ﬁ'</answer>"
     assert parse_reply(reply, exact).actions == ("SELECT * FROM t WHERE unit = 'µm' AND x = 'ﬁ'",)
     assert parse_reply(reply, SQL).actions == ("SELECT * FROM t WHERE unit = 'μm' AND x = 'fi'",)
+
+
+def test_parse_reply__normalises_replies_up_to_the_action_space_length():
+    tags = "＜answer＞ｕｐ ｜｜ Ｌｅｆｔ＜／answer＞"
+    at_limit = "x" * (MAX_REPLY_LENGTH - len(tags)) + tags
+    assert parse_reply(at_limit, GAME).actions == ("up", "Left")
+    assert not parse_reply("x" + at_limit, GAME).format_ok  # one longer: read as written
+
+
+def test_parse_reply__long_expanding_reply_is_read_as_written():
+    # NFKC turns each ﷺ into 18 characters: normalising 1M of them took ~1 s and 18M characters.
+    answer = "\ufdfa" * 1_000_000
+    parsed = parse_reply(f"<answer>{answer}</answer>", SQL)
+    assert parsed.actions == (answer,)
+
+
+def test_parse_reply__ascii_answer_after_a_long_non_ascii_reply():
+    parsed = parse_reply("中" * 1_000_000 + "<answer>Left || Up</answer>", GAME)
+    assert parsed.actions == ("Left", "Up")
