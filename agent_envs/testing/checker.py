@@ -6,16 +6,25 @@ there, episodes replay identically in two fresh Python processes (different hash
 mid-episode states survive pickling and deepcopy, every render mode renders, and the chat
 transcript is well formed. It raises ``AssertionError`` on the first violation and returns
 nothing otherwise.
+
+The fresh processes are plain interpreters (``sys.executable -c``) that receive the env
+pickled with ``cloudpickle`` (so an env class defined in a script or a notebook travels by
+value) and the caller's ``sys.path``; nothing re-imports the caller's ``__main__``, so the
+checker runs from any script (no ``if __name__ == "__main__":`` guard needed), ``python -c``
+or a notebook.
 """
 
 from __future__ import annotations
 
 import copy
 import math
-import multiprocessing
+import os
 import pickle
+import subprocess
+import sys
+import tempfile
 import warnings
-from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -27,6 +36,20 @@ from agent_envs.core.env import COMMON_INFO_KEYS, TextEnv
 __all__ = ["check_text_env", "garbage_replies"]
 
 _SEED = 20261121
+_HASH_SEEDS = ("1", "2")  # one per fresh interpreter: str/bytes hashes differ between them
+_FRESH_TIMEOUT_S = 600
+
+# Run by a fresh interpreter: argv[1] holds the pickled job, argv[2] receives the record.
+_FRESH_CODE = """
+import pickle, sys
+with open(sys.argv[1], "rb") as file:
+    job = pickle.load(file)
+sys.path[:] = job["sys_path"]
+from agent_envs.testing.checker import _rollout
+record = _rollout(pickle.loads(job["env"]), job["seed"], job["replies"])
+with open(sys.argv[2], "wb") as file:
+    pickle.dump(record, file)
+"""
 
 
 def garbage_replies(rng: np.random.Generator) -> list[Any]:
@@ -101,8 +124,33 @@ def _rollout(env: TextEnv, seed: int, replies: list[str]) -> list[tuple]:
     return record
 
 
-def _rollout_pickled(env_bytes: bytes, seed: int, replies: list[str]) -> list[tuple]:
-    return _rollout(pickle.loads(env_bytes), seed, replies)
+def _rollout_in_fresh_interpreter(
+    env_bytes: bytes, seed: int, replies: list[str], hash_seed: str
+) -> list[tuple]:
+    """:func:`_rollout` in a new ``sys.executable -c`` process with ``PYTHONHASHSEED``."""
+    with tempfile.TemporaryDirectory(prefix="check_text_env-") as folder:
+        job, out = Path(folder, "job.pkl"), Path(folder, "record.pkl")
+        job.write_bytes(
+            pickle.dumps({"env": env_bytes, "seed": seed, "replies": replies, "sys_path": sys.path})
+        )
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", _FRESH_CODE, str(job), str(out)],
+                capture_output=True,
+                text=True,
+                timeout=_FRESH_TIMEOUT_S,
+                env={**os.environ, "PYTHONHASHSEED": hash_seed},
+            )
+        except subprocess.TimeoutExpired as error:
+            raise AssertionError(
+                f"replaying the episode in a fresh interpreter took over {_FRESH_TIMEOUT_S} s"
+            ) from error
+        if done.returncode != 0 or not out.exists():
+            raise AssertionError(
+                f"replaying the episode in a fresh interpreter failed (exit {done.returncode}):"
+                f"\n{done.stderr[-4000:]}"
+            )
+        return pickle.loads(out.read_bytes())
 
 
 def _check_garbage(env: TextEnv) -> None:
@@ -124,14 +172,15 @@ def _check_garbage(env: TextEnv) -> None:
 
 
 def _check_determinism(env: TextEnv) -> None:
+    import cloudpickle  # a Gymnasium dependency; pickles classes defined in __main__ by value
+
     replies = _policy_replies(env, 12)
-    env_bytes = pickle.dumps(env)
+    env_bytes = cloudpickle.dumps(env)
     here = _rollout(pickle.loads(env_bytes), _SEED, replies)
-    context = multiprocessing.get_context("spawn")
-    records = []
-    for _ in range(2):  # two fresh interpreters: different hash seeds, nothing cached
-        with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
-            records.append(pool.submit(_rollout_pickled, env_bytes, _SEED, replies).result())
+    records = [  # two fresh interpreters: different hash seeds, nothing cached
+        _rollout_in_fresh_interpreter(env_bytes, _SEED, replies, hash_seed)
+        for hash_seed in _HASH_SEEDS
+    ]
     assert records[0] == records[1], "episodes differ between two fresh processes"
     assert records[0] == here, "episodes differ between this process and a fresh one"
 
