@@ -1,5 +1,6 @@
-"""The leaderboard: statistics against hand-computed cases, resume, the validator, the HTML
-report and the command line, on the ``smoke`` preset (2 ids x 2 seeds, random and oracle)."""
+"""The leaderboard: statistics against hand-computed cases, resume, the validator (replay and
+recomputation, against forged records), the HTML report and the command line, on the ``smoke``
+preset (2 ids x 2 seeds, random and oracle)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 
 from agent_envs.core.records import Step, Trajectory
 from benchmarks import leaderboard
+from benchmarks.leaderboard_replay import Mismatch, make_env, replay_episode
 from benchmarks.leaderboard_stats import (
     compare_summaries,
     mean_and_stderr,
@@ -267,6 +269,158 @@ def test_validate__cli_exits_nonzero_with_a_message(smoke_run, tmp_path, capsys)
         leaderboard.main(leaderboard.parse_args(["--validate", str(run)]))
     assert exit_info.value.code == 1
     assert "per_env.grl/Sokoban-v0.random.return.mean" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- replay
+def _records(run: Path) -> list[dict]:
+    return [json.loads(line) for line in lines(run / "episodes.jsonl")]
+
+
+def _write_records(run: Path, records: list[dict]) -> None:
+    (run / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def _rebuild_reports(run: Path) -> None:
+    manifest = json.loads((run / "manifest.json").read_text())
+    trajectories = leaderboard.read_episodes(run / "episodes.jsonl")
+    leaderboard.build_reports(run, manifest, trajectories)
+
+
+def _forge_consistently(run: Path) -> Mismatch:
+    """A failed random Sokoban episode turned into a success: its first reward +10, the
+    return, the success flags and the reports edited to match. Returns the reward's
+    mismatch."""
+    records = _records(run)
+    record = next(
+        r for r in records
+        if (r["agent"], r["env_id"]) == ("random", "grl/Sokoban-v0") and not r["success"]
+    )  # fmt: skip
+    paid = record["steps"][0]["reward"]
+    record["steps"][0]["reward"] += 10.0
+    record["episode_return"] = math.fsum(step["reward"] for step in record["steps"])
+    record["success"] = True
+    record["steps"][-1]["info"]["success"] = True
+    _write_records(run, records)
+    _rebuild_reports(run)
+    return Mismatch("random", "grl/Sokoban-v0", record["seed"], 1, "reward", paid + 10.0, paid)
+
+
+def test_validate__a_consistent_forgery_fails_the_replay(smoke_run, tmp_path):
+    run = _copy(smoke_run, tmp_path)
+    reward = _forge_consistently(run)
+    turns = next(len(r["steps"]) for r in _records(run) if r["seed"] == reward.seed)
+    # record, summary and reports agree with each other (the old validator passed it): only
+    # the replay objects, to the reward and the success flags
+    assert leaderboard.validate(run) == [
+        "1 of 8 episodes do not replay on their env (grl/Sokoban-v0: 1)",
+        str(reward),
+        f"{reward.record} turn {turns}: info.success: recorded True, replayed False",
+        f"{reward.record} episode: success: recorded True, replayed False",
+    ]
+
+
+def test_validate__a_forged_observation_fails_the_replay(smoke_run, tmp_path):
+    run = _copy(smoke_run, tmp_path)
+    records = _records(run)
+    record = next(r for r in records if r["env_id"] == "grl/Sokoban-v0" and len(r["steps"]) > 1)
+    board = record["steps"][1]["observation"]
+    forged = board.replace("#", "_", 1)
+    assert forged != board
+    record["steps"][1]["observation"] = forged
+    record["messages"][3]["content"] = forged  # the user message of the same turn
+    _write_records(run, records)
+    seen = (record["agent"], "grl/Sokoban-v0", record["seed"])
+    assert leaderboard.validate(run) == [
+        "1 of 8 episodes do not replay on their env (grl/Sokoban-v0: 1)",
+        str(Mismatch(*seen, 2, "observation", forged, board)),
+        str(Mismatch(*seen, 0, "messages[3].content", forged, board)),
+    ]
+
+
+def test_validate__a_record_cut_short_fails_the_replay(smoke_run, tmp_path):
+    run = _copy(smoke_run, tmp_path)
+    records = _records(run)
+    record = next(
+        r for r in records
+        if (r["agent"], r["env_id"]) == ("random", "grl/Sokoban-v0") and len(r["steps"]) > 1
+    )  # fmt: skip
+    del record["steps"][-1]
+    del record["messages"][-2:]
+    record["final_observation"] = record["messages"][-1]["content"]
+    record["episode_return"] = math.fsum(step["reward"] for step in record["steps"])
+    record["num_turns"] = len(record["steps"])
+    record["success"] = record["steps"][-1]["info"]["success"]
+    _write_records(run, records)
+    _rebuild_reports(run)
+    recorded = f"ended after turn {record['num_turns']}"
+    end = Mismatch("random", "grl/Sokoban-v0", record["seed"], 0, "end", recorded,
+                   "the episode was still running")  # fmt: skip
+    assert leaderboard.validate(run) == [
+        "1 of 8 episodes do not replay on their env (grl/Sokoban-v0: 1)",
+        str(end),
+    ]
+
+
+def test_validate__env_settings_other_than_the_registry_are_reported(smoke_run, tmp_path):
+    run = _copy(smoke_run, tmp_path)
+    path = run / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["settings"]["env_kwargs"]["grl/GSM8K-v0"]["kwargs"]["answer_mode"] = "flexible"
+    path.write_text(json.dumps(manifest))
+    problems = leaderboard.validate(run)
+    assert problems[0] == (
+        "manifest: grl/GSM8K-v0 was played with other settings than the registry's (another "
+        "version of the env: rerun), e.g. env_kwargs.grl/GSM8K-v0[1].answer_mode: stored "
+        "'flexible', recomputed 'strict'"
+    )
+
+
+def test_resume__refuses_a_record_that_does_not_replay(smoke_run, tmp_path, capsys):
+    run = _copy(smoke_run, tmp_path)
+    reward = _forge_consistently(run)
+    summary = (run / "summary.json").read_text()
+    with pytest.raises(SystemExit, match="refusing to resume: 1 of 8 episodes do not replay") as e:
+        run_smoke(run)
+    assert f"first {reward.record}:\n  - {reward}\n" in str(e.value)
+    assert (run / "summary.json").read_text() == summary  # nothing rebuilt from it
+    assert "episodes played" not in capsys.readouterr().out
+
+
+def test_replay__tolerates_float_formatting_only(smoke_run):
+    manifest = json.loads((smoke_run / "manifest.json").read_text())
+    trajectory = next(
+        t for t in leaderboard.read_episodes(smoke_run / "episodes.jsonl")
+        if (t.agent, t.env_id) == ("random", "grl/Sokoban-v0") and len(t.steps) > 1
+    )  # fmt: skip
+    env = make_env(manifest["settings"]["env_kwargs"]["grl/Sokoban-v0"])
+    assert replay_episode(trajectory, env, max_turns=None) == []
+    trajectory.steps[1].reward += 1e-13  # the last digits of a float written as text
+    assert replay_episode(trajectory, env, max_turns=None) == []
+    trajectory.steps[1].reward += 1e-6
+    (mismatch,) = replay_episode(trajectory, env, max_turns=None)
+    assert (mismatch.turn, mismatch.field) == (2, "reward")
+
+
+def test_replay__an_engine_error_may_end_an_episode_early(smoke_run):
+    """The collector ends an episode whose engine failed (``error`` set): the turns before it
+    replay, and only the collector's way of ending it is accepted."""
+    manifest = json.loads((smoke_run / "manifest.json").read_text())
+    trajectory = next(
+        t for t in leaderboard.read_episodes(smoke_run / "episodes.jsonl")
+        if (t.agent, t.env_id) == ("random", "grl/Sokoban-v0") and len(t.steps) > 1
+    )  # fmt: skip
+    del trajectory.steps[1:]
+    del trajectory.messages[4:]
+    trajectory.final_observation = trajectory.messages[3]["content"]
+    trajectory.success = False
+    trajectory.terminated, trajectory.truncated = False, True
+    trajectory.truncation_reason, trajectory.error = "error", "HTTP 500 (after 3 attempts)"
+    env = make_env(manifest["settings"]["env_kwargs"]["grl/Sokoban-v0"])
+    assert replay_episode(trajectory, env, max_turns=None) == []
+    trajectory.truncation_reason = "max_turns"
+    (mismatch,) = replay_episode(trajectory, env, max_turns=None)
+    assert (mismatch.field, mismatch.recorded, mismatch.replayed) == (
+        "truncation_reason", "max_turns", "error")  # fmt: skip
 
 
 # --------------------------------------------------------------------------- HTML
