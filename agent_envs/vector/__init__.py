@@ -10,9 +10,16 @@ from gymnasium.vector import AutoresetMode
 
 from agent_envs.vector.batch import batch_infos
 from agent_envs.vector.seeding import SeedStream
-from agent_envs.vector.vector_env import TextVectorEnv
+from agent_envs.vector.vector_env import TextVectorEnv, WorkerDiedError
 
-__all__ = ["AutoresetMode", "SeedStream", "TextVectorEnv", "batch_infos", "vector_entry_point"]
+__all__ = [
+    "AutoresetMode",
+    "SeedStream",
+    "TextVectorEnv",
+    "WorkerDiedError",
+    "batch_infos",
+    "vector_entry_point",
+]
 
 _VECTOR_KWARGS = ("group_size", "autoreset_mode", "mode", "num_workers", "context")
 

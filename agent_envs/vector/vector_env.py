@@ -11,7 +11,10 @@ What it adds to Gymnasium's vector envs, for multi-turn LLM training:
   ``reset(options={"reset_mask": mask})``). Autoreset seeds are the next seeds of each env's
   stream, so a run is reproducible from its ``reset`` seed.
 - ``mode="sync"`` (in process) or ``"async"`` (worker processes, each running a contiguous
-  slice of the envs; text travels through pipes, no shared memory).
+  slice of the envs; text travels through pipes, no shared memory). A worker that dies
+  (killed, crashed, out of memory) makes the next call raise :class:`WorkerDiedError`, which
+  names its pid and the env indices it ran; the vector env cannot go on after that (close
+  it and make a new one; respawning workers is not done).
 
 Observations are a tuple of strings; actions any sequence of reply strings.
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -33,7 +37,7 @@ from agent_envs.vector.batch import batch_infos
 from agent_envs.vector.runner import EnvRunner, StepResult, worker_main
 from agent_envs.vector.seeding import SeedStream, group_streams
 
-__all__ = ["TextVectorEnv"]
+__all__ = ["TextVectorEnv", "WorkerDiedError"]
 
 _MODES = ("sync", "async")
 
@@ -50,6 +54,37 @@ def _autoreset_mode(value: AutoresetMode | str) -> AutoresetMode:
     raise ValueError(
         f"autoreset_mode must be one of {[mode.name for mode in AutoresetMode]}, got {value!r}"
     )
+
+
+class WorkerDiedError(RuntimeError):
+    """An async worker process is gone (killed, crashed, out of memory).
+
+    Raised by the first call that finds it, and by every later call; the message names the
+    worker's pid, its exit status and the env indices it ran. Attributes: ``pid``,
+    ``exitcode`` (``-N`` for signal ``N``, ``None`` if unknown) and ``env_indices``.
+    """
+
+    def __init__(self, pid: int | None, exitcode: int | None, env_indices: list[int]):
+        self.pid = pid
+        self.exitcode = exitcode
+        self.env_indices = env_indices
+        if exitcode is None:
+            status = "exit status unknown"
+        elif exitcode < 0:
+            status = f"killed by {_signal_name(-exitcode)}"
+        else:
+            status = f"exit code {exitcode}"
+        super().__init__(
+            f"vector worker pid {pid} died ({status}); it ran envs {env_indices}. "
+            "This vector env cannot continue: close it and make a new one."
+        )
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 class _Workers:
@@ -80,30 +115,58 @@ class _Workers:
             child.close()
             self.pipes.append(parent)
             self.processes.append(process)
-        for pipe in self.pipes:
-            self._receive(pipe)
+        self.died: WorkerDiedError | None = None
+        errors = []
+        for worker in range(len(self.pipes)):
+            try:
+                self._receive(worker)
+            except RuntimeError as error:
+                errors.append(error)
+        if errors:
+            self.close()
+            raise errors[0]
 
-    @staticmethod
-    def _receive(pipe) -> Any:
-        status, payload = pipe.recv()
+    def _died(self, worker: int) -> WorkerDiedError:
+        """The error for a worker whose pipe broke (remembered: later calls raise it too)."""
+        process = self.processes[worker]
+        process.join(timeout=1)  # reap it, for its exit code
+        piece = self.slices[worker]
+        error = WorkerDiedError(process.pid, process.exitcode, list(range(piece.start, piece.stop)))
+        self.died = self.died or error
+        return error
+
+    def _receive(self, worker: int) -> Any:
+        try:
+            status, payload = self.pipes[worker].recv()
+        except (EOFError, OSError) as error:  # the worker's end closed: it is gone
+            raise self._died(worker) from error
         if status == "error":
             raise RuntimeError(f"a vector worker failed:\n{payload}")
         return payload
 
     def run(self, command: str, *per_env: Sequence[Any], shared: tuple = ()) -> list[Any]:
         """Send ``command`` with each worker's part of the per-env sequences; concatenate the
-        per-env answers in env order."""
-        for pipe, piece in zip(self.pipes, self.slices, strict=False):
-            pipe.send((command, (*(values[piece] for values in per_env), *shared)))
-        answers: list[Any] = []
-        errors = []
-        for pipe in self.pipes:
+        per-env answers in env order. Raises :class:`WorkerDiedError` if a worker is gone."""
+        if self.died is not None:
+            raise self.died
+        sent = []
+        errors: list[RuntimeError] = []
+        for worker, (pipe, piece) in enumerate(zip(self.pipes, self.slices, strict=True)):
             try:
-                answers.extend(self._receive(pipe) or ())
+                pipe.send((command, (*(values[piece] for values in per_env), *shared)))
+                sent.append(worker)
+            except OSError as error:  # BrokenPipeError and kin: the worker is gone
+                errors.append(self._died(worker))
+                errors[-1].__cause__ = error
+        answers: list[Any] = []
+        for worker in sent:  # drain every live worker, so the pipes stay in step
+            try:
+                answers.extend(self._receive(worker) or ())
             except RuntimeError as error:
                 errors.append(error)
         if errors:
-            raise errors[0]
+            dead = [error for error in errors if isinstance(error, WorkerDiedError)]
+            raise (dead or errors)[0]
         return answers
 
     def close(self) -> None:
@@ -131,6 +194,10 @@ class TextVectorEnv(gym.vector.VectorEnv):
         mode: ``"sync"`` or ``"async"``.
         num_workers: async worker processes (default: ``min(num_envs, os.cpu_count())``).
         context: multiprocessing start method for async (default: the platform's).
+
+    Raises:
+        WorkerDiedError: from any call (``reset``, ``step``, ``call``, ...) in async mode once
+            a worker process is gone; it names the worker's pid and env indices.
     """
 
     def __init__(
@@ -184,6 +251,13 @@ class TextVectorEnv(gym.vector.VectorEnv):
     @property
     def num_groups(self) -> int:
         return self.num_envs // self.group_size
+
+    @property
+    def worker_pids(self) -> tuple[int, ...]:
+        """The async workers' process ids, in env order (empty in sync mode)."""
+        if self._workers is None:
+            return ()
+        return tuple(process.pid for process in self._workers.processes)
 
     def _run(self, command: str, *per_env: Sequence[Any], shared: tuple = ()) -> list[Any]:
         if self._runner is not None:

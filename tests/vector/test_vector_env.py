@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import functools
+import os
+import signal
 
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 
-from agent_envs.vector import TextVectorEnv, batch_infos
+from agent_envs.vector import TextVectorEnv, WorkerDiedError, batch_infos
 from tests.core.toy_env import CounterEnv
 
 INC = "<answer>inc</answer>"
@@ -178,3 +180,41 @@ def test_seed_stream__depends_only_on_entropy_key_and_count():
     assert SeedStream(5, (2,)).next() != first[0] and SeedStream(6, (1,)).next() != first[0]
     resumed = SeedStream(5, (1,), count=257)
     assert resumed.next() == first[257]
+
+
+def test_vector__a_killed_worker_raises_worker_died_error_naming_pid_and_envs():
+    envs = make(4, mode="async", num_workers=2)
+    envs.reset(seed=0)
+    pid = envs.worker_pids[1]  # runs envs 2 and 3
+    os.kill(pid, signal.SIGKILL)
+    with pytest.raises(WorkerDiedError) as raised:
+        envs.step([WAIT] * 4)
+    error = raised.value
+    assert isinstance(error, RuntimeError)
+    assert (error.pid, error.exitcode, error.env_indices) == (pid, -signal.SIGKILL, [2, 3])
+    assert f"pid {pid} died (killed by SIGKILL); it ran envs [2, 3]" in str(error)
+    with pytest.raises(WorkerDiedError, match=f"pid {pid}"):  # and every later call
+        envs.reset(seed=1)
+    envs.close()
+
+
+class ExitingCounterEnv(CounterEnv):
+    """A CounterEnv whose process exits with code 3 on the reply ``exit``.
+
+    Extra info: ``count``.
+    """
+
+    def step(self, action):
+        if action == "exit":
+            os._exit(3)
+        return super().step(action)
+
+
+def test_vector__a_worker_that_exits_is_reported_with_its_exit_code():
+    envs = TextVectorEnv([ExitingCounterEnv] * 3, mode="async", num_workers=3)
+    envs.reset(seed=0)
+    pid = envs.worker_pids[0]
+    expected = rf"pid {pid} died \(exit code 3\); it ran envs \[0\]"
+    with pytest.raises(WorkerDiedError, match=expected):
+        envs.step(["exit", WAIT, WAIT])
+    envs.close()
