@@ -574,7 +574,8 @@ def test_committed_report__is_self_contained_html(folder):
     assert list(summary["overall"]) == ["random", "oracle"]
 
 
-def test_committed_report__validates_against_its_trajectories():
-    if not (COMMITTED / "episodes.jsonl.gz").exists():
-        pytest.skip("the committed report's trajectories are not committed")
-    assert leaderboard.validate(COMMITTED) == []
+@pytest.mark.parametrize("folder", [COMMITTED, COMMITTED / "grl"], ids=["default", "grl"])
+def test_committed_report__replays_and_validates_against_its_trajectories(folder):
+    if not any((folder / name).exists() for name in ("episodes.jsonl", "episodes.jsonl.gz")):
+        pytest.skip(f"the trajectories of {folder} are not committed")
+    assert leaderboard.validate(folder) == []
