@@ -36,14 +36,20 @@ method and ``get_reward()``.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from adapters import advantages as estimators
 from adapters.engines.base import Generation, GenerationRequest, SamplingConfig
 from adapters.rollout import RolloutCollector
 from agent_envs.core.records import Trajectory
 
 __all__ = [
+    "AdvantageConfig",
     "episode_key",
     "episode_return_reward",
     "make_environment_factory",
@@ -183,7 +189,72 @@ def _trainer_engine(trainer: Any) -> Any:
     return TransformersEngine(model, tokenizer, sampling=sampling, name="trainer-model")
 
 
-def _rows(trajectories: list[Trajectory], pad_token_id: int) -> dict[str, list[Any]]:
+logger = logging.getLogger(__name__)
+
+_ESTIMATORS = ("grpo", "drgrpo", "rloo", "gigpo")
+
+
+@dataclass(frozen=True)
+class AdvantageConfig:
+    """How :func:`make_rollout_func` computes per-token advantages for
+    :class:`adapters.trl_trainer.TokenAdvantageGRPOTrainer`: from each group's `Trajectory`
+    records with :mod:`adapters.advantages`, in place of TRL's normalisation of rewards.
+
+    Attributes:
+        estimator: ``"grpo"``, ``"drgrpo"`` or ``"rloo"`` (one episode advantage on every model
+            token of the episode) or ``"gigpo"`` (each turn's advantage on that turn's model
+            tokens).
+        gamma, omega, normalize, stats: GiGPO's settings (:func:`adapters.advantages.gigpo`).
+        off_policy: LUFFY's mixing: this many rows of every group are the env's oracle episode
+            of the group's seed instead of sampled episodes (0: none). Advantages are taken over
+            the mixed group; the trainer trains these rows with the policy-shaping loss.
+    """
+
+    estimator: str = "grpo"
+    gamma: float = 0.95
+    omega: float = 1.0
+    normalize: str = "mean"
+    stats: str = "trajectory"
+    off_policy: int = 0
+
+    def __post_init__(self) -> None:
+        for name, value, allowed in (
+            ("estimator", self.estimator, _ESTIMATORS),
+            ("normalize", self.normalize, estimators.NORMALIZE),
+            ("stats", self.stats, estimators.STATS),
+        ):
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+        if not 0.0 <= self.gamma <= 1.0:
+            raise ValueError(f"gamma must be in [0, 1], got {self.gamma!r}")
+        if isinstance(self.off_policy, bool) or not isinstance(self.off_policy, int):
+            raise ValueError(f"off_policy must be an int >= 0, got {self.off_policy!r}")
+        if self.off_policy < 0:
+            raise ValueError(f"off_policy must be an int >= 0, got {self.off_policy!r}")
+
+    def turn_advantages(self, trajectories: list[Trajectory]) -> list[np.ndarray]:
+        """One advantage per turn of each trajectory, groups by ``group_id``."""
+        if self.estimator == "gigpo":
+            return estimators.gigpo(
+                trajectories,
+                gamma=self.gamma,
+                omega=self.omega,
+                normalize=self.normalize,
+                stats=self.stats,
+            )
+        values = estimators.episode_advantages(trajectories, estimator=self.estimator)
+        return [np.full(t.num_turns, value) for t, value in zip(trajectories, values, strict=True)]
+
+
+def _is_error(trajectory: Trajectory) -> bool:
+    return trajectory.truncation_reason == "error"
+
+
+def _rows(
+    trajectories: list[Trajectory],
+    pad_token_id: int,
+    token_advantages: list[np.ndarray] | None = None,
+) -> dict[str, list[Any]]:
     output: dict[str, list[Any]] = {
         "prompt_ids": [],
         "completion_ids": [],
@@ -192,11 +263,18 @@ def _rows(trajectories: list[Trajectory], pad_token_id: int) -> dict[str, list[A
         "episode_return": [],
         "success": [],
         "num_turns": [],
+        "engine_error": [],
     }
-    for trajectory in trajectories:
+    if token_advantages is not None:
+        output["token_advantages"] = []
+        output["off_policy"] = []
+    for index, trajectory in enumerate(trajectories):
         completion = trajectory.completion_ids
         mask = trajectory.env_mask
         logprobs = trajectory.completion_logprobs or [0.0] * len(completion)
+        error = _is_error(trajectory)
+        if error:  # an engine failure is no behaviour to learn from: no token reaches the loss
+            mask = [0] * len(completion)
         if not completion:  # no turn fitted in the context: one inert token
             completion, mask, logprobs = [pad_token_id], [0], [0.0]
         output["prompt_ids"].append(list(trajectory.prompt_ids or ()))
@@ -206,7 +284,39 @@ def _rows(trajectories: list[Trajectory], pad_token_id: int) -> dict[str, list[A
         output["episode_return"].append(trajectory.episode_return)
         output["success"].append(trajectory.success)
         output["num_turns"].append(trajectory.num_turns)
+        output["engine_error"].append(error)
+        if token_advantages is not None:
+            values = [float(value) for value in token_advantages[index]]
+            output["token_advantages"].append(values or [0.0] * len(completion))
+            output["off_policy"].append(estimators.is_off_policy(trajectory))
     return output
+
+
+def _groups(keys: list[tuple[str, int]], group_size: int | None) -> list[list[int]]:
+    """Row indices of each group: the rows of one key, in chunks of ``group_size`` (TRL's
+    sampler puts the copies of a prompt next to each other; a key may recur as a new group)."""
+    by_key: dict[tuple[str, int], list[int]] = {}
+    for row, key in enumerate(keys):
+        by_key.setdefault(key, []).append(row)
+    groups = []
+    for key, rows in by_key.items():
+        size = group_size or len(rows)
+        if len(rows) % size:
+            raise ValueError(
+                f"this process got {len(rows)} rows of {key}, not a multiple of "
+                f"num_generations={size}: per-token advantages need whole groups on every "
+                "process (make per_device_train_batch_size * steps_per_generation a multiple "
+                "of num_generations)"
+            )
+        groups += [rows[start : start + size] for start in range(0, len(rows), size)]
+    return sorted(groups)
+
+
+def _group_size(trainer: Any) -> int | None:
+    if trainer is None:
+        return None
+    training = getattr(getattr(trainer, "model", None), "training", True)
+    return int(trainer.num_generations if training else trainer.num_generations_eval)
 
 
 def make_rollout_func(
@@ -217,6 +327,7 @@ def make_rollout_func(
     max_turns: int | None = None,
     engine: Any = None,
     on_trajectories: Callable[[list[Trajectory]], None] | None = None,
+    advantages: AdvantageConfig | str | None = None,
     **env_kwargs: Any,
 ) -> Callable[[list[Any], Any], dict[str, list[Any]]]:
     """The ``rollout_func(prompts, trainer) -> dict`` for ``GRPOTrainer`` (module docstring).
@@ -228,8 +339,18 @@ def make_rollout_func(
             with ``truncation_reason="context"``).
         max_turns: the collector's turn limit (``None``: the env's own).
         engine: generate with this engine instead of the trainer's (tests, custom serving).
-        on_trajectories: called with each batch's trajectories (logging, saving as JSONL).
+        on_trajectories: called with each batch's trajectories, one per row (logging, saving
+            as JSONL).
+        advantages: an :class:`AdvantageConfig` (or an estimator name): the rows also carry
+            ``token_advantages`` (one per completion token, 0 on env tokens) and
+            ``off_policy``, which :class:`adapters.trl_trainer.TokenAdvantageGRPOTrainer`
+            trains with. ``None``: TRL computes advantages from the rewards.
         env_kwargs: the env's keyword arguments, as given to :func:`make_episode_dataset`.
+
+    Episodes that ended with an engine error (``truncation_reason="error"``) get an all-zero
+    ``env_mask`` and ``engine_error=True``: the reward functions here return ``None`` for them
+    (TRL then leaves them out of its group statistics), per-token advantages leave them out of
+    the group statistics and give them 0, and their count is logged.
     """
     import gymnasium
 
@@ -237,52 +358,132 @@ def make_rollout_func(
 
     if env_id not in gymnasium.registry:
         raise ValueError(f"env_id {env_id!r} is not registered")
+    if isinstance(advantages, str):
+        advantages = AdvantageConfig(estimator=advantages)
+    if advantages is not None and not isinstance(advantages, AdvantageConfig):
+        raise ValueError(
+            f"advantages must be an AdvantageConfig, an estimator name or None, got {advantages!r}"
+        )
     vector_envs: dict[int, Any] = {}
 
-    def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
-        keys = [_parse_key(prompt) for prompt in prompts]
-        for key_env, _ in keys:
-            if key_env != env_id:
-                raise ValueError(f"prompt for {key_env!r} given to the rollout_func of {env_id!r}")
-        num_envs = len(keys)
-        if num_envs not in vector_envs:
-            vector_envs[num_envs] = gymnasium.make_vec(
-                env_id, num_envs=num_envs, autoreset_mode="disabled", **env_kwargs
+    def collect(run_engine: Any, seeds: list[int]) -> list[Trajectory]:
+        if not seeds:
+            return []
+        if len(seeds) not in vector_envs:
+            vector_envs[len(seeds)] = gymnasium.make_vec(
+                env_id, num_envs=len(seeds), autoreset_mode="disabled", **env_kwargs
             )
-        run_engine = engine if engine is not None else _trainer_engine(trainer)
         collector = RolloutCollector(
-            vector_envs[num_envs],
+            vector_envs[len(seeds)],
             run_engine,
             env_id=env_id,
             max_turns=max_turns,
             max_new_tokens=max_new_tokens,
             max_total_tokens=max_total_tokens,
         )
-        trajectories = collector.collect([seed for _, seed in keys])
-        groups: dict[tuple[str, int], int] = {}
-        for trajectory, key in zip(trajectories, keys, strict=True):
-            trajectory.group_id = groups.setdefault(key, len(groups))
+        return collector.collect(seeds)
+
+    def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
+        keys = [_parse_key(prompt) for prompt in prompts]
+        for key_env, _ in keys:
+            if key_env != env_id:
+                raise ValueError(f"prompt for {key_env!r} given to the rollout_func of {env_id!r}")
+        if (
+            advantages is not None
+            and trainer is not None
+            and not getattr(trainer, "uses_token_advantages", False)
+        ):
+            raise ValueError(
+                "make_rollout_func(advantages=...) needs "
+                "adapters.trl_trainer.TokenAdvantageGRPOTrainer (GRPOTrainer ignores "
+                f"per-token advantages), got {type(trainer).__name__}"
+            )
+        groups = _groups(keys, _group_size(trainer) if advantages is not None else None)
+        k = advantages.off_policy if advantages is not None else 0
+        if k and any(len(rows) <= k for rows in groups):
+            raise ValueError(
+                f"off_policy={k} oracle rows leave no sampled row in groups of "
+                f"{min(len(rows) for rows in groups)}"
+            )
+        run_engine = engine if engine is not None else _trainer_engine(trainer)
+        sampled_rows = [row for rows in groups for row in rows[: len(rows) - k]]
+        sampled = collect(run_engine, [keys[row][1] for row in sampled_rows])
+        group_of = {row: number for number, rows in enumerate(groups) for row in rows}
+        for trajectory, row in zip(sampled, sampled_rows, strict=True):
+            trajectory.group_id = group_of[row]
+        if k:
+            from adapters.engines.scripted import oracle_engine
+
+            oracle = collect(
+                oracle_engine(tokenizer=run_engine.tokenizer), [keys[rows[0]][1] for rows in groups]
+            )
+            for number, trajectory in enumerate(oracle):
+                trajectory.group_id = number
+            mixed = estimators.mix_off_policy(sampled, oracle, k=k)
+        else:
+            mixed = sampled
+        trajectories: list[Trajectory] = [None] * len(keys)  # type: ignore[list-item]
+        for trajectory, row in zip(mixed, [row for rows in groups for row in rows], strict=True):
+            trajectories[row] = trajectory
+        errors = sum(_is_error(trajectory) for trajectory in trajectories)
+        if errors:
+            logger.warning(
+                "%d of %d episodes ended with an engine error; they are left out of training",
+                errors,
+                len(trajectories),
+            )
         if on_trajectories is not None:
             on_trajectories(trajectories)
         tokenizer = run_engine.tokenizer
         pad = (
             tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         )
-        return _rows(trajectories, pad)
+        if advantages is None:
+            return _rows(trajectories, pad)
+        return _rows(trajectories, pad, _token_advantages(trajectories, advantages))
 
     return rollout_func
 
 
+def _token_advantages(trajectories: list[Trajectory], config: AdvantageConfig) -> list[np.ndarray]:
+    """Per-token advantages of every row; rows of engine errors are left out of the group
+    statistics and get zeros."""
+    kept = [index for index, trajectory in enumerate(trajectories) if not _is_error(trajectory)]
+    turns = config.turn_advantages([trajectories[index] for index in kept])
+    values = [np.zeros(len(trajectory.completion_ids)) for trajectory in trajectories]
+    for index, turn_values in zip(kept, turns, strict=True):
+        values[index] = estimators.token_advantages(trajectories[index], turn_values)
+    return values
+
+
 def episode_return_reward(
-    completions: list[Any], episode_return: list[float], **_: Any
-) -> list[float]:
-    """TRL reward function: each episode's return (summed env rewards)."""
-    return [float(value) for value in episode_return]
+    completions: list[Any],
+    episode_return: list[float],
+    engine_error: list[bool] | None = None,
+    log_metric: Callable[[str, float], None] | None = None,
+    **_: Any,
+) -> list[float | None]:
+    """TRL reward function: each episode's return (summed env rewards); ``None`` (no reward,
+    left out of TRL's group statistics) for an episode that ended with an engine error, whose
+    count it logs as ``episodes/engine_errors`` through TRL's ``log_metric``."""
+    errors = engine_error or [False] * len(episode_return)
+    if log_metric is not None:
+        log_metric("episodes/engine_errors", float(sum(errors)))
+    return [
+        None if error else float(value) for value, error in zip(episode_return, errors, strict=True)
+    ]
 
 
-def success_reward(completions: list[Any], success: list[bool], **_: Any) -> list[float]:
-    """TRL reward function: 1.0 for an episode that met the env's success predicate, else 0."""
-    return [1.0 if value else 0.0 for value in success]
+def success_reward(
+    completions: list[Any], success: list[bool], engine_error: list[bool] | None = None, **_: Any
+) -> list[float | None]:
+    """TRL reward function: 1.0 for an episode that met the env's success predicate, else 0;
+    ``None`` for an episode that ended with an engine error."""
+    errors = engine_error or [False] * len(success)
+    return [
+        None if error else (1.0 if value else 0.0)
+        for value, error in zip(success, errors, strict=True)
+    ]
 
 
 def make_environment_factory(env_id: str, **env_kwargs: Any) -> type:

@@ -49,7 +49,7 @@ def test_trl__rollout_func_returns_one_row_per_prompt_and_groups_share_a_start(t
     output = rollout(prompts, trainer=None)
     assert set(output) == {
         "prompt_ids", "completion_ids", "logprobs", "env_mask", "episode_return", "success",
-        "num_turns",
+        "num_turns", "engine_error",
     }  # fmt: skip
     assert all(len(values) == 4 for values in output.values())
     assert output["prompt_ids"][0] == output["prompt_ids"][1] != output["prompt_ids"][2]
@@ -64,6 +64,7 @@ def test_trl__rollout_func_returns_one_row_per_prompt_and_groups_share_a_start(t
     assert output["num_turns"] == [2, 2, 1, 1]  # seed 1 needs 7 moves: two turns of <= 5
     assert 0 in output["env_mask"][0] and 0 not in output["env_mask"][2]
     assert output["episode_return"] == [trajectory.episode_return for trajectory in seen]
+    assert output["engine_error"] == [False] * 4
 
 
 def test_trl__rollout_func_rejects_a_prompt_that_is_not_an_episode_key(tokenizer):
