@@ -169,7 +169,7 @@ def replay_episode(trajectory: Trajectory, env: Any, *, max_turns: int | None) -
         check(turn, "observation", step.observation, observation)
         try:
             observation, reward, terminated, truncated, info = env.step(step.reply)
-        except Exception as error:  # an env must never raise on a reply; report, go on
+        except Exception as error:  # an env must never raise on a reply: report it, stop here
             check(turn, "step", "a step", f"raised {error!r}")
             return found
         info = _as_json(info)
