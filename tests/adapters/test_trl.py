@@ -186,3 +186,127 @@ def test_trl__two_grpo_steps_on_sokoban_with_the_env_mask_in_the_loss(
         not torch.equal(old, new.detach())
         for old, new in zip(before, model.parameters(), strict=True)
     )
+
+
+def _model_token_values(output, row):
+    pairs = zip(output["token_advantages"][row], output["env_mask"][row], strict=True)
+    return [value for value, mask in pairs if mask]
+
+
+class _FailingEngine:
+    """Wraps an engine; its ``fail_call``-th generate call (from 1) fails the first request."""
+
+    def __init__(self, engine, fail_call):
+        self.engine, self.fail_call, self.calls = engine, fail_call, 0
+        self.tokenizer, self.name, self.needs_env = engine.tokenizer, "failing", True
+
+    def generate(self, requests):
+        from adapters.engines.base import Generation
+
+        self.calls += 1
+        generations = self.engine.generate(requests)
+        if self.calls == self.fail_call:
+            generations[0] = Generation("", finish_reason="error", error="server went away")
+        return generations
+
+
+def test_trl__engine_errors_reach_no_loss_no_reward_and_no_group_statistics(tokenizer, caplog):
+    from adapters import advantages as estimators
+    from adapters.engines.scripted import random_engine
+    from adapters.trl import AdvantageConfig
+
+    seen = []
+    rollout = make_rollout_func(
+        "grl/Sokoban-v0",
+        max_new_tokens=32,
+        max_turns=3,
+        engine=_FailingEngine(random_engine(3, tokenizer=tokenizer), fail_call=2),
+        advantages=AdvantageConfig(estimator="drgrpo"),
+        on_trajectories=seen.extend,
+    )
+    with caplog.at_level("WARNING", logger="adapters.trl"):
+        output = rollout([episode_key("grl/Sokoban-v0", 4)] * 3, trainer=None)
+    assert "1 of 3 episodes ended with an engine error" in caplog.text
+    assert [t.truncation_reason == "error" for t in seen] == [True, False, False]
+    assert output["engine_error"] == [True, False, False]
+    assert seen[0].num_turns == 1 and len(output["completion_ids"][0]) > 1  # turn 1's tokens
+    assert set(output["env_mask"][0]) == {0} and set(output["token_advantages"][0]) == {0.0}
+    # the group statistics are those of the two episodes that ran to the end
+    returns = [t.episode_return for t in seen[1:]]
+    assert returns[0] != returns[1]
+    expected = estimators.episode_advantages(seen[1:], estimator="drgrpo")
+    for row, value in zip((1, 2), expected, strict=True):
+        model = _model_token_values(output, row)
+        assert model == pytest.approx([value] * len(model))
+    logged = []
+    rewards = episode_return_reward(
+        [""] * 3,
+        output["episode_return"],
+        engine_error=output["engine_error"],
+        log_metric=lambda name, value: logged.append((name, value)),
+    )
+    assert rewards == [None, *returns] and logged == [("episodes/engine_errors", 1.0)]
+    assert (
+        success_reward([""] * 3, output["success"], engine_error=output["engine_error"])[0] is None
+    )
+
+
+def test_trl__off_policy_rows_are_the_oracle_episode_of_the_group_seed(tokenizer):
+    from adapters.engines.scripted import random_engine
+    from adapters.trl import AdvantageConfig
+
+    seen = []
+    rollout = make_rollout_func(
+        "grl/Sokoban-v0",
+        max_new_tokens=32,
+        max_turns=3,
+        engine=random_engine(0, tokenizer=tokenizer),
+        advantages=AdvantageConfig(estimator="grpo", off_policy=1),
+        on_trajectories=seen.extend,
+    )
+    prompts = [episode_key("grl/Sokoban-v0", seed) for seed in (1, 1, 1, 2, 2, 2)]
+    output = rollout(prompts, trainer=None)
+    assert output["off_policy"] == [False, False, True] * 2
+    assert [t.group_id for t in seen] == [0, 0, 0, 1, 1, 1]
+    assert [t.agent for t in seen] == ["random", "random", "oracle"] * 2
+    assert [t.seed for t in seen] == [1, 1, 1, 2, 2, 2] and seen[2].success
+    assert output["prompt_ids"][2] == output["prompt_ids"][0]
+    assert min(_model_token_values(output, 2)) > 0  # the solved episode leads its group
+
+
+def test_trl__advantage_settings_are_checked(tokenizer):
+    from adapters.trl import AdvantageConfig
+
+    for bad, match in (
+        ({"estimator": "ppo"}, "estimator"),
+        ({"normalize": "z"}, "normalize"),
+        ({"stats": "turn"}, "stats"),
+        ({"gamma": 1.5}, "gamma"),
+        ({"off_policy": -1}, "off_policy"),
+        ({"off_policy": True}, "off_policy"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            AdvantageConfig(**bad)
+    with pytest.raises(ValueError, match="advantages"):
+        make_rollout_func("grl/Sokoban-v0", advantages=3)
+    engine = oracle_engine(tokenizer=tokenizer)
+    key = episode_key("grl/Sokoban-v0", 1)
+    luffy = make_rollout_func(
+        "grl/Sokoban-v0", engine=engine, advantages=AdvantageConfig(off_policy=2)
+    )
+    with pytest.raises(ValueError, match="leave no sampled row"):
+        luffy([key, key], trainer=None)
+    gigpo = make_rollout_func("grl/Sokoban-v0", engine=engine, advantages="gigpo")
+
+    class PlainTrainer:  # what GRPOTrainer looks like to the rollout_func
+        num_generations = 2
+
+    with pytest.raises(ValueError, match="TokenAdvantageGRPOTrainer"):
+        gigpo([key, key], trainer=PlainTrainer())
+
+    class SplitGroups(PlainTrainer):
+        uses_token_advantages = True
+        num_generations = 4
+
+    with pytest.raises(ValueError, match="whole groups"):
+        gigpo([key, key], trainer=SplitGroups())
