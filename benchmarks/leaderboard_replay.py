@@ -244,7 +244,13 @@ def replay_mismatches(
                 found.append((index, Mismatch(t.agent, env_id, t.seed, 0, "env_id", env_id,
                                               "an env of the manifest")))  # fmt: skip
             continue
-        env = make_env(env_spec)
+        try:
+            env = make_env(env_spec)
+        except Exception as error:  # e.g. a data file of the run that is not here
+            for index, t in records:
+                found.append((index, Mismatch(t.agent, env_id, t.seed, 0, "env",
+                                              "an env", f"raised {error!r}")))  # fmt: skip
+            continue
         try:
             for index, trajectory in records:
                 cap = caps.get(trajectory.agent)

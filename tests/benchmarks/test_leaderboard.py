@@ -16,7 +16,7 @@ import pytest
 
 from agent_envs.core.records import Step, Trajectory
 from benchmarks import leaderboard
-from benchmarks.leaderboard_replay import Mismatch, make_env, replay_episode
+from benchmarks.leaderboard_replay import Mismatch, make_env, replay_episode, replay_mismatches
 from benchmarks.leaderboard_stats import (
     compare_summaries,
     mean_and_stderr,
@@ -579,3 +579,12 @@ def test_committed_report__replays_and_validates_against_its_trajectories(folder
     if not any((folder / name).exists() for name in ("episodes.jsonl", "episodes.jsonl.gz")):
         pytest.skip(f"the trajectories of {folder} are not committed")
     assert leaderboard.validate(folder) == []
+
+
+def test_replay__an_env_that_cannot_be_built_is_reported_not_raised(smoke_run):
+    settings = json.loads((smoke_run / "manifest.json").read_text())["settings"]
+    settings["env_kwargs"]["grl/GSM8K-v0"]["kwargs"]["answer_mode"] = "loose"
+    trajectories = leaderboard.read_episodes(smoke_run / "episodes.jsonl")
+    found = replay_mismatches(trajectories, settings)
+    assert [(m.env_id, m.field) for m in found] == [("grl/GSM8K-v0", "env")] * 4
+    assert "answer_mode" in found[0].replayed
