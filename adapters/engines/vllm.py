@@ -3,13 +3,18 @@
 A thin layer over vLLM's public API: each request becomes a ``TokensPrompt`` with its own
 ``SamplingParams(max_tokens=..., stop_token_ids=..., logprobs=0)`` (``logprobs=0`` returns the
 log-probability of the sampled token only), and all requests of a turn go to one
-``LLM.generate`` call. After new weights are loaded into the engine (a training step), call
-:meth:`VLLMEngine.weights_updated`, which resets vLLM's prefix cache so no cached block computed
-with the old weights is reused. vLLM is imported when the engine is built, never before.
+``LLM.generate`` call. With a sampling ``seed``, the k-th request of the engine's life is
+sampled with seed ``seed + k``, as :class:`~adapters.engines.openai_http.OpenAIEngine` does: a
+run is reproducible, and the G members of a group (identical prompts) sample different
+episodes instead of G copies of one. After new weights are loaded into the engine (a training
+step), call :meth:`VLLMEngine.weights_updated`, which resets vLLM's prefix cache so no cached
+block computed with the old weights is reused. vLLM is imported when the engine is built, never
+before.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,7 +43,8 @@ class VLLMEngine:
         llm: a ``vllm.LLM`` or a model name/path.
         tokenizer: the Hugging Face tokenizer the collector builds prompts with (default: the
             LLM's own).
-        sampling: temperature, top-p, top-k, seed.
+        sampling: temperature, top-p, top-k; with a ``seed``, request k of the engine's life
+            (counted in request order across calls) gets seed ``seed + k``.
         llm_kwargs: passed to ``vllm.LLM`` when ``llm`` is a name.
     """
 
@@ -60,6 +66,7 @@ class VLLMEngine:
         self.name = name or "vllm"
         self._SamplingParams = vllm.SamplingParams
         self._TokensPrompt = vllm.inputs.TokensPrompt
+        self._request_count = itertools.count()
 
     def _params(self, request: GenerationRequest) -> Any:
         sampling = self.sampling
@@ -71,7 +78,7 @@ class VLLMEngine:
             temperature=sampling.temperature,
             top_p=sampling.top_p,
             top_k=sampling.top_k if sampling.top_k > 0 else -1,
-            seed=sampling.seed,
+            seed=None if sampling.seed is None else sampling.seed + next(self._request_count),
             skip_special_tokens=True,
         )
 

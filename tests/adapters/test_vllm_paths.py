@@ -4,9 +4,11 @@ records what the engine asks for, and the rollout_func's use of TRL's vLLM gener
 
 from __future__ import annotations
 
+import re
 import sys
 import types
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -82,6 +84,30 @@ def test_vllm__per_request_sampling_params_and_logprobs(fake_vllm, tokenizer):
     assert llm.resets == 1
 
 
+def _seeds_of_two_turns(engine, llm):
+    group = [GenerationRequest(max_new_tokens=2, prompt_ids=[5, 6]) for _ in range(3)]
+    engine.generate(group)  # turn 1: a group of 3 members with the same prompt
+    engine.generate(group[:2])  # turn 2: two members still live
+    return [[param.seed for param in params] for _, params in llm.calls]
+
+
+def test_vllm__each_group_member_gets_its_own_reproducible_seed(fake_vllm, tokenizer):
+    """With one seed for every request, the G members of a seeded group sample G identical
+    episodes; request k of the engine's life gets seed + k instead."""
+    from adapters.engines.vllm import VLLMEngine
+
+    runs = []
+    for _ in range(2):  # the same run twice
+        llm = FakeLLM()
+        engine = VLLMEngine(llm, tokenizer=tokenizer, sampling=SamplingConfig(seed=100))
+        runs.append(_seeds_of_two_turns(engine, llm))
+    assert runs[0] == [[100, 101, 102], [103, 104]]
+    assert runs[1] == runs[0]
+    llm = FakeLLM()
+    unseeded = VLLMEngine(llm, tokenizer=tokenizer, sampling=SamplingConfig())
+    assert _seeds_of_two_turns(unseeded, llm) == [[None] * 3, [None] * 2]
+
+
 def test_vllm__missing_vllm_raises_dependency_error(monkeypatch):
     from gymnasium.error import DependencyNotInstalled
 
@@ -121,3 +147,32 @@ def test_vllm__rollout_func_uses_trl_vllm_generation_in_server_mode(tokenizer):
     first_turn = output["completion_ids"][0][: output["env_mask"][0].index(0)]
     assert tokenizer.decode(first_turn) == "<answer>Up</answer><|im_end|>"
     assert output["logprobs"][0][0] == pytest.approx(-0.1)
+
+
+def _vllm_specifier(requirements):
+    from packaging.requirements import Requirement
+
+    found = [Requirement(text) for text in requirements]
+    found = [req for req in found if req.name == "vllm"]
+    assert len(found) == 1, requirements
+    return found[0].specifier
+
+
+def test_vllm__extra_pins_the_vllm_range_the_pinned_trl_supports():
+    """TRL declares the vLLM versions it supports in its own ``[vllm]`` extra (and warns at
+    import outside them); ours must be the same range, or pip resolves a vLLM TRL rejects."""
+    import importlib.metadata
+
+    pytest.importorskip("trl")
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    extra = re.search(r"^vllm = \[(.*)\]", pyproject.read_text(), re.MULTILINE)
+    assert extra is not None, "pyproject.toml has no vllm extra"
+    ours = _vllm_specifier(re.findall(r'"([^"]+)"', extra.group(1)))
+    trl_extra = [
+        text.split(";")[0]
+        for text in importlib.metadata.requires("trl") or []
+        if 'extra == "vllm"' in text
+    ]
+    assert ours == _vllm_specifier(trl_extra)
+    assert {"0.22.0", "0.31.0"} <= set(ours.filter(["0.21.0", "0.22.0", "0.31.0", "0.33.0"]))
+    assert not set(ours.filter(["0.21.0", "0.33.0"]))
