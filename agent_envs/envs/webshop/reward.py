@@ -1,28 +1,49 @@
-"""WebShop's purchase reward, written from its definition (Yao et al., 2022, section 3.2;
-``web_agent_site/engine/goal.py``). Pure functions of the purchased product, the goal, the
-price paid and the selected options; fuzzy matching uses ``rapidfuzz``.
+"""WebShop's purchase reward as its published code computes it (``get_reward`` and the
+functions it calls in ``web_agent_site/engine/goal.py`` and ``normalize.py`` of
+princeton-nlp/WebShop, commit 64fa2a5), quirks included. Pure functions of the purchased
+product, the goal, the price paid and the selected options.
 
     reward = r_type * (attribute matches + option matches + [price <= price_upper])
                     / (len(goal attributes) + len(goal options) + 1)
 
-* **Attributes.** A goal attribute matches when one of the product's ``Attributes`` has a
-  token-set ratio above 85 with it, or else when it occurs (lower case) in the product's
-  title, joined bullet points or description.
-* **Options.** Goal option values (the values of a ``{name: value}`` goal, or the list of a
-  human goal) and the selected option values are colour-normalised (:func:`normalize_color`);
-  a goal option matches when some selected value has a token-set ratio above 85 with it.
+* **Fuzzy ratio** (:func:`fuzzy_ratio`): thefuzz's ``token_set_ratio`` (thefuzz >= 0.20,
+  which runs on rapidfuzz): each side is read as ``str(x)``, characters U+0080-U+00FF are
+  dropped, rapidfuzz's ``default_process`` lower-cases it and turns every other
+  non-alphanumeric character into a space, and the 0-100 score is rounded to an int. A
+  score above 85 matches, so the float score must reach 85.5.
+* **Attributes.** A goal attribute matches when one of the product's ``Attributes`` matches
+  it fuzzily, or else when it occurs (as written) in the lower-cased title, space-joined
+  bullet points or description.
+* **Options.** The goal's options are the list of a human goal, or the ``(name, value)``
+  *pairs* of a synthetic goal's dict (WebShop passes ``dict.items()``). Each side is
+  colour-normalised (:func:`normalize_color`) and a goal option matches when some selected
+  value matches it fuzzily. A pair that stays a pair is compared as Python prints it, so
+  its name counts as words: ``("size", "standard")`` reads ``size standard``.
+* **Colours.** :func:`normalize_color` returns the first of WebShop's 102 colour words
+  (:data:`COLORS`, alphabetical) that the option contains: for a string, as a substring
+  (``"light pink"`` reads ``"light"``, ``"standard"`` reads ``"tan"``); for a pair, equal to
+  its name or its value (``("color", "black")`` reads ``"black"``, ``("color", "navy
+  blue")`` stays a pair). So a selected ``"peppermint"`` reads ``"mint"``, which the pair
+  ``("flavor", "peppermint")`` does not match: WebShop pays less than 1 for it.
 * **Price.** 1 when the price paid is at most ``price_upper``.
 * **Type** (``r_type``). ``query_match``: the product's search query equals the goal's;
   ``category_match``: at least two levels of the ``›``-separated ``product_category`` agree;
-  ``title_score``: the share of the goal name's nouns found among the product name's nouns
-  (0.2 when the goal name has none). ``r_type`` is 1, or 0.5 when none of the three holds
-  (title score above 0.2 counts), 0.1 when ``title_score < 0.1`` and 0 when it is 0.
+  ``title_score``: how many distinct nouns of the goal name are nouns of the product name,
+  divided by the number of the goal name's noun *tokens* (a repeated noun counts each time,
+  so the target itself can score below 1); 0.2 when the goal name has none. ``r_type`` is 1,
+  or 0.5 when none of the three holds (a title score above 0.2 counts), 0.1 when
+  ``title_score < 0.1`` and 0 when it is 0.
 
-Two documented departures: WebShop tags nouns with spaCy's ``en_core_web_lg``; here
-:func:`title_nouns` is a heuristic (every word of two or more letters that is not an English
-function word or a number; product names are title-cased, which spaCy mostly tags as proper
-nouns, so this is close). Fuzzy ratios are rapidfuzz's ``token_set_ratio`` on
-``default_process``-ed text (lower case, punctuation to spaces), as thefuzz computes them.
+One documented departure: WebShop tags nouns with spaCy's ``en_core_web_sm`` (tokens tagged
+``NOUN`` or ``PROPN``, lower-cased), a model spaCy publishes outside the package index;
+:func:`title_nouns` is a heuristic: the runs of letters and digits (possessive ``'s``
+dropped, hyphens splitting words as spaCy does) that hold a letter and are not English
+function words. It moves the reward only through ``r_type`` (a target's query always
+matches). Measured with spaCy 3.8's ``en_core_web_sm`` (WebShop pins spaCy 3.3) over the
+1,834 (goal, purchase) pairs of ``tests/envs/webshop/test_reward_reference.py`` (which holds
+every other step equal to a transcription of WebShop's code): the title score differs on
+29.5% of pairs, the reward on 0.38% (mean absolute difference 0.0003, at most 0.2), none
+of them a purchase of the target.
 """
 
 from __future__ import annotations
@@ -36,7 +57,10 @@ from gymnasium.error import DependencyNotInstalled
 __all__ = [
     "COLORS",
     "FUZZY_THRESHOLD",
+    "GoalOption",
     "attribute_matches",
+    "fuzzy_ratio",
+    "goal_option_list",
     "normalize_color",
     "option_matches",
     "purchase_reward",
@@ -44,21 +68,29 @@ __all__ = [
     "type_reward",
 ]
 
-FUZZY_THRESHOLD = 85  # a ratio strictly above this matches (WebShop's `score > 85`)
+FUZZY_THRESHOLD = 85  # the rounded ratio must be strictly above this (WebShop's `score > 85`)
 
-#: Base colour words, alphabetical: an option value containing one (as a substring) is
-#: reduced to the first it contains, so ``"light blue"`` and ``"navy blue"`` both read
-#: ``"blue"`` (WebShop's ``normalize_color`` rule, with this list).
+#: A goal option as WebShop scores it: a value (human goals) or a (name, value) pair.
+GoalOption = str | tuple[str, str]
+
+#: WebShop's colour words (``COLOR_SET`` of ``normalize.py``), in its (alphabetical) order.
 COLORS: tuple[str, ...] = (
-    "aqua", "beige", "black", "blue", "blush", "bronze", "brown", "burgundy", "camel",
-    "charcoal", "coffee", "copper", "coral", "cream", "gold", "gray", "green", "grey",
-    "ivory", "khaki", "lavender", "lilac", "magenta", "maroon", "mint", "multicolor",
-    "navy", "nude", "olive", "orange", "peach", "pink", "plum", "purple", "red", "rose",
-    "silver", "tan", "taupe", "teal", "turquoise", "violet", "white", "wine", "yellow",
+    "alabaster", "apricot", "aqua", "ash", "asphalt", "azure", "banana", "beige", "black",
+    "blue", "blush", "bordeaux", "bronze", "brown", "burgundy", "camel", "camo", "caramel",
+    "champagne", "charcoal", "cheetah", "chestnut", "chocolate", "christmas", "coffee",
+    "cognac", "copper", "coral", "cranberry", "cream", "crystal", "dark", "denim", "eggplant",
+    "elephant", "espresso", "fuchsia", "gold", "granite", "grape", "graphite", "grass", "gray",
+    "green", "grey", "heather", "indigo", "ivory", "ivy", "khaki", "lavender", "lemon",
+    "leopard", "light", "lilac", "lime", "magenta", "maroon", "mauve", "merlot", "midnight",
+    "mint", "mocha", "multicolor", "mushroom", "mustard", "natural", "navy", "nude", "olive",
+    "orange", "peach", "pewter", "pink", "plum", "purple", "rainbow", "red", "rose", "royal",
+    "rust", "sand", "sapphire", "seashell", "silver", "skull", "slate", "steel", "stone",
+    "stonewash", "sunflower", "tan", "taupe", "teal", "tiger", "turquoise", "violet", "walnut",
+    "wheat", "white", "wine", "yellow",
 )  # fmt: skip
 
 #: Words that are never nouns of a product name (articles, pronouns, prepositions,
-#: conjunctions, auxiliaries, and units-free quantity words).
+#: conjunctions, auxiliaries, and quantity words).
 _FUNCTION_WORDS = frozenset(
     (
         "a", "an", "the", "and", "or", "nor", "but", "so", "yet", "for", "of", "in", "on", "at",
@@ -68,15 +100,16 @@ _FUNCTION_WORDS = frozenset(
         "via", "than", "as", "if", "then", "also", "very", "too", "not", "no", "only", "just",
         "more", "most", "less", "least", "much", "many", "few", "each", "every", "all", "any",
         "both", "either", "neither", "some", "such", "this", "that", "these", "those", "it", "its",
-        "it's", "they", "them", "their", "there", "here", "i", "me", "my", "we", "our", "you",
-        "your", "he", "him", "his", "she", "her", "who", "whom", "whose", "which", "what", "when",
+        "they", "them", "their", "there", "here", "i", "me", "my", "we", "our", "you", "your",
+        "us", "he", "him", "his", "she", "her", "who", "whom", "whose", "which", "what", "when",
         "where", "why", "how", "is", "are", "was", "were", "be", "been", "being", "am", "do",
         "does", "did", "has", "have", "had", "will", "would", "can", "could", "shall", "should",
-        "may", "might", "must", "new", "best", "great", "good", "top", "fit", "fits", "use", "used",
-        "using",
+        "may", "might", "must",
     )
 )  # fmt: skip
-_WORD = re.compile(r"[a-z][a-z']*[a-z]|[a-z]")
+_WORD = re.compile(r"[^\W_]+")  # runs of letters and digits
+_POSSESSIVE = re.compile("['\u2019]s\\b")
+_LATIN1 = {code: None for code in range(0x80, 0x100)}  # what thefuzz's force_ascii drops
 
 
 def _fuzz():  # type: ignore[no-untyped-def]
@@ -89,27 +122,47 @@ def _fuzz():  # type: ignore[no-untyped-def]
     return fuzz, utils.default_process
 
 
-def fuzzy_ratio(a: str, b: str) -> float:
-    """thefuzz's ``token_set_ratio`` (0-100) with its default text processing."""
+def fuzzy_ratio(a: object, b: object) -> int:
+    """thefuzz's ``token_set_ratio(a, b)`` (0-100, an int; see the module docstring)."""
     fuzz, process = _fuzz()
-    return float(fuzz.token_set_ratio(a, b, processor=process))
+    left = process(str(a).translate(_LATIN1))
+    right = process(str(b).translate(_LATIN1))
+    return round(fuzz.token_set_ratio(left, right))
 
 
-def normalize_color(value: str) -> str:
-    """The first of :data:`COLORS` that ``value`` contains, else ``value`` unchanged."""
-    for color in COLORS:
-        if color in value:
-            return color
-    return value
+def normalize_color(option: GoalOption) -> GoalOption:
+    """The first of :data:`COLORS` that ``option`` contains (a substring of a string; the
+    name or value of a pair), else ``option`` unchanged."""
+    return next((color for color in COLORS if color in option), option)
 
 
-def title_nouns(name: str) -> set[str]:
-    """The noun heuristic standing in for spaCy (see the module docstring)."""
-    return {
+def goal_option_list(goal_options: Mapping[str, str] | Sequence[str]) -> list[GoalOption]:
+    """The goal options WebShop scores: a dict's ``(name, value)`` pairs, or the list."""
+    if isinstance(goal_options, Mapping):
+        return [(str(name), str(value)) for name, value in goal_options.items()]
+    return [str(value) for value in goal_options]
+
+
+def option_matches(goal_options: Sequence[GoalOption], selected_values: Sequence[str]) -> int:
+    """How many ``goal_options`` some selected value matches (colour-normalised, fuzzy)."""
+    selected = [normalize_color(value) for value in selected_values]
+    count = 0
+    for option in goal_options:
+        wanted = normalize_color(option)
+        if any(fuzzy_ratio(value, wanted) > FUZZY_THRESHOLD for value in selected):
+            count += 1
+    return count
+
+
+def title_nouns(name: str) -> list[str]:
+    """The noun heuristic standing in for spaCy, one entry per occurrence (see the module
+    docstring): the lower-cased runs of letters and digits (``'s`` dropped) that hold a
+    letter and are not function words."""
+    return [
         word
-        for word in _WORD.findall(name.lower().replace("'s", ""))
-        if len(word) >= 2 and word not in _FUNCTION_WORDS
-    }
+        for word in _WORD.findall(_POSSESSIVE.sub(" ", name.lower()))
+        if not word.isdigit() and word not in _FUNCTION_WORDS
+    ]
 
 
 def _categories(path: str) -> set[str]:
@@ -125,7 +178,7 @@ def type_reward(product: Mapping[str, Any], goal: Mapping[str, Any]) -> dict[str
     category_match = len(shared) >= 2
     desired = title_nouns(goal.get("name", ""))
     purchased = title_nouns(product.get("name", product.get("Title", "")))
-    title_score = len(desired & purchased) / len(desired) if desired else 0.2
+    title_score = len(set(desired) & set(purchased)) / len(desired) if desired else 0.2
     r_type = 1.0
     if not (query_match or category_match or title_score > 0.2):
         r_type = 0.5
@@ -162,24 +215,6 @@ def attribute_matches(product: Mapping[str, Any], attributes: Sequence[str]) -> 
     return count
 
 
-def goal_option_values(goal_options: Mapping[str, str] | Sequence[str]) -> list[str]:
-    """A goal's option values: the values of a dict, or the list itself."""
-    if isinstance(goal_options, Mapping):
-        return [str(value) for value in goal_options.values()]
-    return [str(value) for value in goal_options]
-
-
-def option_matches(goal_values: Sequence[str], selected_values: Sequence[str]) -> int:
-    """How many goal option values some selected value matches (colour-normalised, fuzzy)."""
-    selected = [normalize_color(value) for value in selected_values]
-    count = 0
-    for value in goal_values:
-        wanted = normalize_color(value)
-        if any(fuzzy_ratio(option, wanted) > FUZZY_THRESHOLD for option in selected):
-            count += 1
-    return count
-
-
 def purchase_reward(
     product: Mapping[str, Any],
     goal: Mapping[str, Any],
@@ -190,21 +225,21 @@ def purchase_reward(
     (option name → value), and its parts (``r_type``, ``r_att``, ``r_option``, ``r_price``,
     the weights ``w_att``/``w_option``/``w_price``, the match counts and the type parts)."""
     attributes = [str(a) for a in goal.get("attributes") or []]
-    goal_values = goal_option_values(goal.get("goal_options") or [])
-    denominator = len(attributes) + len(goal_values) + 1
+    options = goal_option_list(goal.get("goal_options") or [])
+    denominator = len(attributes) + len(options) + 1
     type_parts = type_reward(product, goal)
     num_attr = attribute_matches(product, attributes)
-    num_option = option_matches(goal_values, [str(v) for v in selected_options.values()])
+    num_option = option_matches(options, [str(v) for v in selected_options.values()])
     r_price = bool(price <= float(goal["price_upper"]))
     total = (num_attr + num_option + int(r_price)) / denominator * type_parts["r_type"]
     parts: dict[str, Any] = {
         "reward": total,
         **type_parts,
         "r_att": num_attr / len(attributes) if attributes else None,
-        "r_option": num_option / len(goal_values) if goal_values else None,
+        "r_option": num_option / len(options) if options else None,
         "r_price": r_price,
         "w_att": len(attributes) / denominator,
-        "w_option": len(goal_values) / denominator,
+        "w_option": len(options) / denominator,
         "w_price": 1 / denominator,
         "num_attr_matches": num_attr,
         "num_option_matches": num_option,

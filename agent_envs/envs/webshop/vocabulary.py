@@ -297,7 +297,7 @@ PRODUCT_TYPES: tuple[ProductType, ...] = (
         ("Caffeine Free", "Calming", "Organic", "Relaxing", "Soothing"),
         (("caffeine free", "pre"), ("usda organic", "pre"), ("non gmo", "pre"),
          ("individually wrapped", "pre"), ("sleep", "for"), ("natural ingredients", "with")),
-        (("flavor", ("chamomile", "peppermint", "ginger", "lemon", "hibiscus", "rooibos")),
+        (("flavor", ("chamomile", "echinacea", "ginger", "lemon", "hibiscus", "rooibos")),
          ("size", _PACKS)),
         (4.0, 30.0),
     ),
