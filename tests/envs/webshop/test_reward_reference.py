@@ -20,9 +20,7 @@ as another product of the same search query and as a random product.
 
 from __future__ import annotations
 
-import importlib
 import json
-import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -294,30 +292,45 @@ def test_reward_reference__env_purchases_equal_webshops_reward_code(shop, pairs)
 
 # ----------------------------------------------------------------- measurement script
 def main() -> None:
-    """Print how far the env's reward is from WebShop's over the pairs, per kind of purchase:
-    with the project's noun heuristic in the transcription (0 by construction) and with
-    spaCy's nouns as WebShop computes them, given as ``python -m
-    tests.envs.webshop.test_reward_reference NOUNS`` where ``NOUNS`` is a JSON file mapping
-    each product name to its lower-cased ``NOUN``/``PROPN`` tokens, or the name of an
-    importable spaCy pipeline package (``en_core_web_sm``)."""
-    shop = WebShopEnv(data_path=str(DATA), split="test")
-    pairs = list(purchase_pairs(shop.catalog))
+    """Print how far a reward module is from WebShop's code over the pairs, per kind of
+    purchase: with the project's noun heuristic in the transcription (0 for this package's
+    module) and, given ``--nouns``, with spaCy's nouns as WebShop computes them.
+
+    ``python -m tests.envs.webshop.test_reward_reference [--reward FILE] [--nouns NOUNS]``:
+    ``FILE`` is a reward module to load instead of this package's (an older version, say);
+    ``NOUNS`` a JSON file mapping each product name to its lower-cased ``NOUN``/``PROPN``
+    tokens, or the name of an importable spaCy pipeline package (``en_core_web_sm``)."""
+    import argparse
+    import importlib.util
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--reward", default=None)
+    parser.add_argument("--nouns", default=None)
+    args = parser.parse_args()
+    module: Any = reward
+    if args.reward is not None:
+        spec = importlib.util.spec_from_file_location("reward_under_test", args.reward)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
     extractors: dict[str, Callable] = {"heuristic": reward.title_nouns}
-    if len(sys.argv) > 1 and sys.argv[1].endswith(".json"):
-        with open(sys.argv[1], encoding="utf-8") as file:
+    if args.nouns is not None and args.nouns.endswith(".json"):
+        with open(args.nouns, encoding="utf-8") as file:
             extractors["spacy"] = json.load(file).__getitem__
-    elif len(sys.argv) > 1:
-        nlp = importlib.import_module(sys.argv[1]).load()
+    elif args.nouns is not None:
+        nlp = importlib.import_module(args.nouns).load()
         extractors["spacy"] = lambda name: [
             t.text.lower() for t in nlp(name) if t.pos_ in ("PNOUN", "NOUN", "PROPN")
         ]
+    shop = WebShopEnv(data_path=str(DATA), split="test")
+    pairs = list(purchase_pairs(shop.catalog))
     for label, extractor in extractors.items():
         for kind in (*KINDS, "all"):
             chosen = [p for p in pairs if kind in ("all", p[0])]
             deltas, title_differs = [], []
             for _, goal, asin, price, options in chosen:
                 product = shop.catalog.product(asin)
-                total, parts = reward.purchase_reward(product, goal, price, options)
+                total, parts = module.purchase_reward(product, goal, price, options)
                 expected, info = webshop_reward(product, goal, price, options, extractor)
                 deltas.append(abs(total - expected))
                 title_differs.append(parts["title_score"] != info["title_score"])
