@@ -21,8 +21,9 @@ The answer format shared by every env: free text, with the action(s) inside the 
 7. No action left → format error. More than ``max_actions_per_turn`` → the extra ones are
    dropped (counted in :attr:`ParsedReply.dropped`); the format is still fine.
 
-Reading a reply is linear in its length: each tag pattern is scanned once, left to right,
-and the patterns have no nested or adjacent overlapping repeats that could backtrack
+Reading a reply is linear in its length: the last tags are found by one scan of the
+reversed reply, the tag patterns have no repeats that could backtrack over each other, and
+only replies within the action space's length are normalised
 (``benchmarks/parse_worst_case.py`` times 1 MB hostile replies on every registered id).
 """
 
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections import deque
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -38,9 +38,12 @@ from agent_envs.core.spaces import MAX_REPLY_LENGTH
 
 __all__ = ["AnswerFormat", "ParsedReply", "parse_reply"]
 
-_OPEN = re.compile(r"<\s*answer\s*>", re.IGNORECASE)
 _CLOSE = re.compile(r"<\s*/\s*answer\s*>", re.IGNORECASE)
-_THINK_CLOSE = re.compile(r"<\s*/\s*think\s*>", re.IGNORECASE)
+# The tags spelt backwards, searched in the reversed reply: the first match there is the last
+# tag in the reply, found in one scan (no match object per earlier tag).
+_OPEN_BACKWARDS = re.compile(r">\s*rewsna\s*<", re.IGNORECASE)
+_CLOSE_BACKWARDS = re.compile(r">\s*rewsna\s*/\s*<", re.IGNORECASE)
+_THINK_CLOSE_BACKWARDS = re.compile(r">\s*kniht\s*/\s*<", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -94,9 +97,14 @@ class ParsedReply(NamedTuple):
     dropped: int = 0
 
 
-def _last(pattern: re.Pattern[str], text: str, start: int, end: int) -> re.Match[str] | None:
-    found = deque(pattern.finditer(text, start, end), maxlen=1)
-    return found[0] if found else None
+def _last(
+    backwards: re.Pattern[str], reversed_text: str, start: int, end: int
+) -> tuple[int, int] | None:
+    """The span of the last tag within ``[start, end)`` of the reply, given the reply
+    reversed and the tag's pattern spelt backwards."""
+    size = len(reversed_text)
+    found = backwards.search(reversed_text, size - end, size - start)
+    return None if found is None else (size - found.end(), size - found.start())
 
 
 def parse_reply(reply: object, fmt: AnswerFormat) -> ParsedReply:
@@ -107,21 +115,22 @@ def parse_reply(reply: object, fmt: AnswerFormat) -> ParsedReply:
         text = unicodedata.normalize("NFKC", reply)
     else:
         text = reply
-    think = _last(_THINK_CLOSE, text, 0, len(text))
-    start = 0 if think is None else think.end()
-    close = _last(_CLOSE, text, start, len(text))
+    reversed_text = text[::-1]
+    think = _last(_THINK_CLOSE_BACKWARDS, reversed_text, 0, len(text))
+    start = 0 if think is None else think[1]
+    close = _last(_CLOSE_BACKWARDS, reversed_text, start, len(text))
     if close is None:
         return ParsedReply((), False, "no <answer>...</answer> found")
-    opening = _last(_OPEN, text, start, close.start())
+    opening = _last(_OPEN_BACKWARDS, reversed_text, start, close[0])
     if opening is None:
         return ParsedReply((), False, "</answer> without a matching <answer>")
     # The first closing tag after that opening: nested tags give the innermost answer.
-    close = _CLOSE.search(text, opening.end())
-    answer = text[opening.end() : close.start()]  # type: ignore[union-attr]
+    first_close = _CLOSE.search(text, opening[1])
+    answer = text[opening[1] : first_close.start()]  # type: ignore[union-attr]
     if fmt.separator is None:
         actions = (answer.strip(),) if answer.strip() else ()
     else:
-        actions = tuple(piece for piece in map(str.strip, answer.split(fmt.separator)) if piece)
+        actions = tuple(filter(None, map(str.strip, answer.split(fmt.separator))))
     if not actions:
         return ParsedReply((), False, "empty <answer></answer>")
     limit = fmt.max_actions_per_turn

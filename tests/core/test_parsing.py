@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+
+import numpy as np
 import pytest
 
 from agent_envs.core.parsing import AnswerFormat, parse_reply
@@ -162,3 +165,33 @@ def test_parse_reply__long_expanding_reply_is_read_as_written():
 def test_parse_reply__ascii_answer_after_a_long_non_ascii_reply():
     parsed = parse_reply("中" * 1_000_000 + "<answer>Left || Up</answer>", GAME)
     assert parsed.actions == ("Left", "Up")
+
+
+def _forward_scan(reply: str) -> tuple[str, ...] | None:
+    """Rules 4-6 by a plain left-to-right scan over every tag (the parser finds the last
+    tags backwards, in one scan of the reversed reply)."""
+    opening = re.compile(r"<\s*answer\s*>", re.IGNORECASE)
+    closing = re.compile(r"<\s*/\s*answer\s*>", re.IGNORECASE)
+    thinks = list(re.finditer(r"<\s*/\s*think\s*>", reply, re.IGNORECASE))
+    start = thinks[-1].end() if thinks else 0
+    closes = list(closing.finditer(reply, start))
+    if not closes:
+        return None
+    opens = list(opening.finditer(reply, start, closes[-1].start()))
+    if not opens:
+        return None
+    answer = reply[opens[-1].end() : closing.search(reply, opens[-1].end()).start()]
+    return tuple(piece.strip() for piece in answer.split("||") if piece.strip()) or None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_parse_reply__backward_search_agrees_with_a_forward_scan(seed):
+    tokens = ["<answer>", "</answer>", "< Answer >", "</ ANSWER\n>", "<think>", "</think>",
+              "< / think >", "<", ">", "/", "< /", " ", "\n", "answer", "think", "Up", "||",
+              "Left", "<<", ">>", "</", "x"]  # fmt: skip
+    rng = np.random.default_rng(seed)
+    unlimited = AnswerFormat(separator="||")
+    for _ in range(2000):
+        reply = "".join(rng.choice(tokens, size=int(rng.integers(0, 40))))
+        parsed = parse_reply(reply, unlimited)
+        assert (parsed.actions if parsed.format_ok else None) == _forward_scan(reply), reply
