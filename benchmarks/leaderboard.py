@@ -17,7 +17,8 @@ ran different counts still share (and are paired on) the seeds they have in comm
 seed), ``oracle`` (the env's expert), ``smollm2`` (alias ``model``: the embedded model through
 `adapters.engines.transformers`), ``hf:PATH`` (any local transformers checkpoint),
 ``vllm:PATH`` and ``openai:MODEL@URL`` (an OpenAI-compatible server, e.g.
-``openai:Qwen/Qwen2.5-0.5B-Instruct@http://127.0.0.1:8000/v1``). Model agents play
+``openai:Qwen/Qwen2.5-0.5B-Instruct@http://127.0.0.1:8000/v1``); a model agent is named after
+its checkpoint folder or model unless the spec names it, ``NAME=hf:PATH``. Model agents play
 ``--model-envs`` (default: every env) and the first ``--model-seeds`` seeds, with
 ``--max-new-tokens`` per turn, ``--model-max-turns`` (default: the env's own budget) and
 ``--temperature`` (0: greedy). Episodes are played by `adapters.rollout` and stored as the
@@ -153,7 +154,8 @@ class Args:
     envs: list[str] | None = None
     """registered ids to evaluate"""
     agents: list[str] | None = None
-    """random, oracle, smollm2 (alias model), hf:PATH, vllm:PATH, openai:MODEL@URL"""
+    """random, oracle, smollm2 (alias model), hf:PATH, vllm:PATH, openai:MODEL@URL; a model
+    agent may be named: NAME=hf:PATH"""
     seeds: int | None = None
     """episodes per (agent, env): the first N published eval seeds of each id"""
     model_envs: list[str] | None = None
@@ -214,6 +216,12 @@ class AgentSpec:
         )
         if spec in MODEL_ALIASES:
             return cls(name="smollm2", kind="transformers", target="smollm2", **model)
+        label, named, rest = spec.partition("=")
+        if named and label and ":" not in label:  # NAME=hf:PATH and the like
+            agent = cls.parse(rest, args)
+            if agent.kind == "scripted":
+                raise SystemExit(f"--agents: {spec!r}: only model agents can be renamed")
+            return dataclasses.replace(agent, name=label)
         kind, _, target = spec.partition(":")
         if kind in ("hf", "vllm") and target:
             name = target.rstrip("/").rsplit("/", 1)[-1]
@@ -224,7 +232,7 @@ class AgentSpec:
             return cls(name=name, kind="openai", target=target, **model)
         raise SystemExit(
             f"--agents: cannot read {spec!r}; use random, oracle, smollm2, hf:PATH, "
-            "vllm:PATH or openai:MODEL@URL"
+            "vllm:PATH or openai:MODEL@URL, optionally named: NAME=hf:PATH"
         )
 
 

@@ -531,11 +531,18 @@ def test_run__model_agents_keep_their_envs_seeds_and_turn_cap(tmp_path, monkeypa
         ("hf:/ckpt/qwen-0.5b/", "qwen-0.5b", "transformers", "/ckpt/qwen-0.5b/"),
         ("vllm:Qwen/Qwen2.5-0.5B", "Qwen2.5-0.5B", "vllm", "Qwen/Qwen2.5-0.5B"),
         ("openai:org/m@http://127.0.0.1:8000/v1", "m", "openai", "org/m@http://127.0.0.1:8000/v1"),
+        ("smollm2-sft=hf:/runs/sft/model", "smollm2-sft", "transformers", "/runs/sft/model"),
+        ("openai:m@http://127.0.0.1:8000/v1?a=b", "m", "openai", "m@http://127.0.0.1:8000/v1?a=b"),
     ],
 )
 def test_agents__specs(spec, name, kind, target):
     agent = leaderboard.AgentSpec.parse(spec, leaderboard.resolve(leaderboard.Args()))
     assert (agent.name, agent.kind, agent.target) == (name, kind, target)
+
+
+def test_agents__scripted_agents_cannot_be_renamed():
+    with pytest.raises(SystemExit, match="only model agents"):
+        leaderboard.AgentSpec.parse("best=oracle", leaderboard.Args())
 
 
 def test_agents__unknown_spec_is_refused():
