@@ -127,3 +127,112 @@ def test_engines__transformers_logprobs_are_the_models_at_the_sampling_temperatu
     expected = torch.log_softmax(logits[start - 1 : -1], dim=-1)
     expected = expected.gather(-1, torch.tensor(generation.token_ids)[:, None])[:, 0]
     assert generation.logprobs == pytest.approx(expected.tolist(), abs=1e-4)
+
+
+def _fed_tokens(model):
+    """A forward pre-hook counting the token positions the model runs on, per forward call."""
+    fed: list[int] = []
+
+    def hook(module, args, kwargs):
+        ids = kwargs.get("input_ids")
+        fed.append(int(ids.numel()) if ids is not None else 0)
+
+    return fed, model.model.register_forward_pre_hook(hook, with_kwargs=True)
+
+
+@pytest.mark.parametrize("sampling", [SamplingConfig(temperature=0), SamplingConfig(seed=5)])
+def test_engines__transformers_prefix_reuse_equals_a_full_reprefill(
+    tokenizer, tiny_model, sampling
+):
+    """A multi-turn episode batch through the collector: with the previous turn's KV cache
+    reused, replies and logprobs are those of re-prefilling every context whole, and the model
+    runs on far fewer positions."""
+    from adapters.rollout import collect_episodes
+
+    runs, fed = {}, {}
+    for reuse in (False, True):
+        engine = TransformersEngine(tiny_model, tokenizer, sampling=sampling, prefix_cache=reuse)
+        fed[reuse], handle = _fed_tokens(tiny_model)
+        try:
+            runs[reuse] = collect_episodes(
+                "grl/Sokoban-v0", engine, [1, 2, 3], max_turns=4, max_new_tokens=6
+            )
+        finally:
+            handle.remove()
+    assert [len(t.steps) for t in runs[True]] == [4, 4, 4]
+    for cached, full in zip(runs[True], runs[False], strict=True):
+        assert cached.turn_completion_ids == full.turn_completion_ids
+        assert cached.prompt_ids == full.prompt_ids
+        for cached_turn, full_turn in zip(cached.turn_logprobs, full.turn_logprobs, strict=True):
+            assert cached_turn == pytest.approx(full_turn, abs=1e-4)
+    # turn 1 prefills the same prompts; turns 2..4 run on the new tokens only
+    assert fed[True][0] == fed[False][0]
+    assert sum(fed[True]) < 0.5 * sum(fed[False])
+
+
+def test_engines__transformers_prefix_reuse_with_uneven_rows(tokenizer, tiny_model):
+    """Rows with different reply budgets, a row whose continuation is longer than the others'
+    and a fresh prompt with nothing to reuse, in one batch: the same as re-prefilling."""
+    greedy = SamplingConfig(temperature=0)
+    engines = [
+        TransformersEngine(tiny_model, tokenizer, sampling=greedy, prefix_cache=reuse)
+        for reuse in (True, False)
+    ]
+    first = [
+        _request(tokenizer, max_new_tokens=2),
+        _request(tokenizer, "<|im_start|>user\nlonger prompt here<|im_end|>\n", max_new_tokens=7),
+    ]
+    replies = engines[0].generate(first)
+    assert [g.token_ids for g in replies] == [g.token_ids for g in engines[1].generate(first)]
+    follows = ["<|im_start|>user\nUp<|im_end|>\n", "<|im_start|>user\n" + "Left " * 20]
+    second = [
+        GenerationRequest(
+            max_new_tokens=5,
+            prompt_ids=request.prompt_ids
+            + reply.token_ids
+            + tokenizer.encode(follow, add_special_tokens=False),
+            stop_token_ids=request.stop_token_ids,
+        )
+        for request, reply, follow in zip(first, replies, follows, strict=True)
+    ]
+    second.append(_request(tokenizer, "<|im_start|>user\nhi", max_new_tokens=5))
+    cached, full = (engine.generate(second) for engine in engines)
+    assert [g.token_ids for g in cached] == [g.token_ids for g in full]
+    for a, b in zip(cached, full, strict=True):
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
+    assert len(engines[0]._store) == 3 and not engines[1]._store
+
+
+def test_engines__transformers_prefix_cache_is_dropped_after_a_weight_update(tokenizer, tiny_model):
+    """A cache computed with the old weights is never reused: an in-place parameter update
+    (what an optimizer step does) empties the store."""
+    import copy
+
+    import torch
+
+    model = copy.deepcopy(tiny_model)
+    greedy = SamplingConfig(temperature=0)
+    engine = TransformersEngine(model, tokenizer, sampling=greedy)
+    first = _request(tokenizer, max_new_tokens=4)
+    reply = engine.generate([first])[0]
+    follow = tokenizer.encode("<|im_start|>user\nnext<|im_end|>\n", add_special_tokens=False)
+    second = GenerationRequest(
+        max_new_tokens=4,
+        prompt_ids=first.prompt_ids + reply.token_ids + follow,
+        stop_token_ids=first.stop_token_ids,
+    )
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.v_proj.weight.mul_(10.0)
+    reused = engine.generate([second])[0]
+    fresh = TransformersEngine(model, tokenizer, sampling=greedy, prefix_cache=False)
+    expected = fresh.generate([second])[0]
+    assert reused.token_ids == expected.token_ids
+    assert reused.logprobs == pytest.approx(expected.logprobs, abs=1e-5)
+
+
+def test_engines__transformers_prefix_cache_options_are_validated(tokenizer, tiny_model):
+    with pytest.raises(ValueError, match="prefix_cache must be a bool"):
+        TransformersEngine(tiny_model, tokenizer, prefix_cache="yes")
+    with pytest.raises(ValueError, match="prefix_cache_bytes"):
+        TransformersEngine(tiny_model, tokenizer, prefix_cache_bytes=-1)
