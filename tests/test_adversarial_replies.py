@@ -4,11 +4,12 @@ The replies are the families of `benchmarks.parse_worst_case` (repeated openers,
 closes, unclosed ``<think>``, Markdown fences, a fence followed by a million spaces,
 ``||`` runs, whitespace, thousands of actions, half and spaced tags, full-width and
 NFKC-expanding look-alikes, NUL bytes, ``EXECUTE:`` runs, ``search[``/``click[`` runs and
-unbalanced brackets, number runs). Each id steps every family once in a child process, so a
+unbalanced brackets, number runs), then the oracle's action after 1 MB of such text, which
+must still be read. Each id steps every family once in a child process, so a
 quadratic parser (seconds to hours on 1 MB: the regex cannot be interrupted) fails the test
 with the family's name instead of stalling the suite. The bound per step is generous: this
 is a check for super-linear behaviour, not a timing; `benchmarks/parse_worst_case.py`
-measures the steps (under 50 ms on a quiet machine).
+measures the steps against its 50 ms target.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import pytest
 
 import agent_envs  # noqa: F401  (registers the ids)
 from agent_envs.core.spaces import MAX_REPLY_LENGTH
-from benchmarks.parse_worst_case import FAMILIES, SIZE
+from benchmarks.parse_worst_case import FAMILIES, ORACLE_AT_END, SIZE
 
 ROOT = Path(__file__).resolve().parents[1]
 GRL_IDS = sorted(env_id for env_id in gym.registry if env_id.startswith("grl/"))
@@ -59,7 +60,7 @@ def _probe(env_id: str) -> tuple[list[dict], str | None]:
 
     threading.Thread(target=read, daemon=True).start()
     records: list[dict] = []
-    names = list(FAMILIES)
+    names = [*FAMILIES, ORACLE_AT_END]
     try:
         while len(records) < len(names):
             bound = START_BOUND_S if not records else FAMILY_BOUND_S
@@ -103,6 +104,11 @@ def test_adversarial_replies__every_id_reads_a_megabyte_in_linear_time(env_id):
             f"{env_id}: one step of {family!r} took {record['seconds']:.2f} s"
         )
         assert record["observation_ok"], f"{env_id}: {family!r} left the observation space"
+        if family == ORACLE_AT_END:
+            assert record["format_ok"] and record["action_valid"], (
+                f"{env_id}: the oracle's action after 1 MB of hostile text was not read"
+            )
+            continue
         assert not record["success"], f"{env_id}: {family!r} solved the task"
         if family in UNREADABLE:
             assert not record["format_ok"], f"{env_id}: {family!r} read as an answer"
