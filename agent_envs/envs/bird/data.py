@@ -18,8 +18,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sqlite3
 import warnings
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from agent_envs.envs.bird.types import BirdItem
 __all__ = [
     "BirdDataset",
     "ColumnNote",
+    "check_database",
     "db_file",
     "item_from_dict",
     "load_items",
@@ -36,7 +37,7 @@ __all__ = [
 ]
 
 _REQUIRED_KEYS = ("db_id", "question", "SQL")
-_GOLD_CACHE_SIZE = 256
+_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,30 @@ def db_file(db_root: Path, db_id: str) -> Path:
     return db_root / db_id / f"{db_id}.sqlite"
 
 
+def check_database(path: Path) -> None:
+    """``ValueError`` naming ``path`` unless it is a readable SQLite database: the file starts
+    with SQLite's header and its schema table can be read (read-only; a few pages)."""
+    try:
+        with path.open("rb") as file:
+            header = file.read(len(_SQLITE_MAGIC))
+    except OSError as error:
+        raise ValueError(f"database file {str(path)!r} cannot be read: {error}") from None
+    if header != _SQLITE_MAGIC:
+        what = "is empty" if not header else "does not start with SQLite's header"
+        raise ValueError(
+            f"database file {str(path)!r} is not a SQLite database ({what}): corrupt, "
+            "truncated or another format"
+        )
+    try:
+        connection = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+        try:
+            connection.execute("SELECT COUNT(*) FROM sqlite_master").fetchall()
+        finally:
+            connection.close()
+    except sqlite3.Error as error:
+        raise ValueError(f"database file {str(path)!r} cannot be read: {error}") from None
+
+
 def _decode(data: bytes) -> str:
     """UTF-8 (with or without BOM), else cp1252, else latin-1 (which decodes any bytes)."""
     for encoding in ("utf-8-sig", "cp1252"):
@@ -144,10 +169,11 @@ def read_descriptions(db_dir: Path) -> dict[str, dict[str, ColumnNote]]:
 
 
 class BirdDataset:
-    """The questions of one source and where their databases are, plus per-database caches.
+    """The questions of one source and where their databases are, plus the schema cache.
 
-    The caches (schema text, gold results) are derived from the files, so they are shared by
+    The cache (schema text per database) is derived from the files, so it is shared by
     ``copy.deepcopy`` (the dataset is immutable) and dropped when pickling (rebuilt on use).
+    Gold results are kept by each env's SQL worker (:mod:`agent_envs.envs.bird.worker`).
     """
 
     def __init__(self, items: list[BirdItem], db_root: Path, *, origin: str) -> None:
@@ -155,18 +181,20 @@ class BirdDataset:
         self.db_root = db_root
         self.origin = origin
         self.schemas: dict[str, tuple[str, tuple[str, ...]]] = {}
-        self.gold: OrderedDict[tuple[str, str], Any] = OrderedDict()
 
     @classmethod
     def from_files(cls, data_path: Path, db_root: Path) -> BirdDataset:
         """Load ``data_path``, keeping the questions whose database exists under ``db_root``.
 
-        The skipped ones are reported in one ``UserWarning``; ``ValueError`` if none is left.
+        The skipped ones are reported in one ``UserWarning``; ``ValueError`` if none is left,
+        or if a database file is not a readable SQLite database (:func:`check_database`).
         """
         if not db_root.is_dir():
             raise ValueError(f"db_root {str(db_root)!r} is not a directory")
         items = load_items(data_path)
         present = {db_id: db_file(db_root, db_id).is_file() for db_id in {i.db_id for i in items}}
+        for db_id in sorted(db_id for db_id, found in present.items() if found):
+            check_database(db_file(db_root, db_id))
         kept = [item for item in items if present[item.db_id]]
         missing = sorted(db_id for db_id, found in present.items() if not found)
         if missing:
@@ -192,13 +220,6 @@ class BirdDataset:
 
     def descriptions(self, db_id: str) -> dict[str, dict[str, ColumnNote]]:
         return read_descriptions(self.db_root / db_id)
-
-    def remember_gold(self, key: tuple[str, str], result: Any) -> None:
-        """Keep a gold result (a bounded, least-recently-used cache)."""
-        self.gold[key] = result
-        self.gold.move_to_end(key)
-        while len(self.gold) > _GOLD_CACHE_SIZE:
-            self.gold.popitem(last=False)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> BirdDataset:
         return self

@@ -13,21 +13,21 @@ from agent_envs.core.env import ActionResult, TextEnv
 from agent_envs.envs.bird import prompts
 from agent_envs.envs.bird.builtin import ensure_builtin
 from agent_envs.envs.bird.data import BirdDataset, item_from_dict
-from agent_envs.envs.bird.grading import grade, submission_reward
+from agent_envs.envs.bird.grading import BIRD_TIMEOUT, submission_reward
 from agent_envs.envs.bird.parsing import decode_action
 from agent_envs.envs.bird.sandbox import Sandbox, SandboxPool
 from agent_envs.envs.bird.schema import read_tables, render_schema
-from agent_envs.envs.bird.types import EpisodeState, QueryKind, QueryResult, SqlAction
+from agent_envs.envs.bird.types import EpisodeState, QueryKind, SqlAction
 from renderers import TextFrame
 
 __all__ = ["BirdEnv"]
 
-#: Cap on the text and blob bytes of one query result.
-MAX_RESULT_BYTES = 64 * 2**20
+#: Memory an EXECUTE result (and a schema lookup) may take, as ``worker.row_cost`` counts it.
+MAX_RESULT_BYTES = 8 * 2**20
 #: Rows an EXECUTE reads at most (it shows ``display_rows`` and counts up to this many).
 EXECUTE_ROW_CAP = 1_000
 #: The gold query gets at least this many seconds (BIRD's evaluator allows 30).
-GOLD_TIMEOUT = 30.0
+GOLD_TIMEOUT = BIRD_TIMEOUT
 _SOURCES = ("builtin", "files")
 
 
@@ -62,6 +62,9 @@ def _load_dataset(
     if data_path is None:
         raise ValueError("data_path is required with source='files'")
     questions = Path(data_path).expanduser().resolve()
+    if not questions.is_file():
+        what = "is a directory, not a question file" if questions.is_dir() else "does not exist"
+        raise ValueError(f"data_path {str(data_path)!r} {what} (resolved: {questions})")
     if db_root is None:
         guesses = [questions.parent / name for name in ("dev_databases", "train_databases")]
         found = [guess for guess in guesses if guess.is_dir()]
@@ -91,7 +94,18 @@ class BirdEnv(TextEnv):
     The SQL may sit in a Markdown fence (```sql ... ```). EXECUTE is legal only while
     executions are left (``max_executions``, 0 in the single-shot preset); otherwise it is
     an illegal action. Only one read-only statement runs (``SELECT``/``WITH``/``VALUES``),
-    under the guards of :mod:`agent_envs.envs.bird.sandbox`.
+    in a worker process under the guards of :mod:`agent_envs.envs.bird.sandbox` and
+    :mod:`agent_envs.envs.bird.worker`; ``random()`` and ``randomblob()`` are seeded afresh
+    for every query, so a query gives the same rows every time.
+
+    | limit  | EXECUTE (exploration)               | SUBMIT (graded)                      |
+    |--------|-------------------------------------|--------------------------------------|
+    | time   | ``query_timeout`` (5 s)             | ``submit_timeout`` (30 s, as BIRD)   |
+    | rows   | 1000 read, ``display_rows`` shown   | ``max_rows`` (none, as BIRD)         |
+    | memory | 8 MiB result (``MAX_RESULT_BYTES``) | 64 MiB gold set; rows streamed       |
+
+    Every query stops within 1.1 times its time limit, whatever it calls (the worker is
+    killed and restarted), and neither process grows by more than 256 MiB.
 
     ## Observation
     First: ``Database: <db_id>``, the schema (each table's CREATE statement followed by one
@@ -110,9 +124,13 @@ class BirdEnv(TextEnv):
     under the source's ``db_root``).
 
     ## Rewards
-    A SUBMIT scores by execution accuracy, as BIRD defines it: the set of result rows of the
-    submitted query equals that of the gold query; errors, time-outs and results over the row
-    or byte cap score 0. The k-th submission, if correct, earns ``submit_discount ** (k - 1)``
+    A SUBMIT scores by execution accuracy, as BIRD's Mini-Dev evaluator computes it
+    (bird-bench/mini_dev ``evaluation/evaluation_ex.py``: ``execute_model`` →
+    ``evaluation_utils.execute_sql`` → ``calculate_ex``, ``meta_time_out=30``; see
+    :mod:`agent_envs.envs.bird.grading` for the deliberate differences): 1 when the set of
+    result rows of the submitted query equals that of the gold query, with no row cap and
+    ``submit_timeout`` seconds; errors, time-outs and memory-limit stops score 0. The k-th
+    submission, if correct, earns ``submit_discount ** (k - 1)``
     (1 with the default discount 1; GRL's step-discounted ``1 / 2**(k-1)`` with 0.5); a wrong
     one earns 0. An EXECUTE earns 0. An illegal EXECUTE or an empty SQL adds
     ``invalid_action_penalty``; a turn whose answer cannot be read earns ``format_penalty``
@@ -133,8 +151,8 @@ class BirdEnv(TextEnv):
     ## Arguments
     ``gymnasium.make("grl/BIRD-v0", source=None, data_path=None, db_root=None,
     cache_dir=None, max_executions=0, max_submissions=1, submit_discount=1.0,
-    query_timeout=5.0, max_rows=100000, display_rows=10, sample_values=3, max_turns=1,
-    format_penalty=-0.1, invalid_action_penalty=-0.1, render_mode=None)``
+    query_timeout=5.0, submit_timeout=30.0, max_rows=None, display_rows=10, sample_values=3,
+    max_turns=1, format_penalty=-0.1, invalid_action_penalty=-0.1, render_mode=None)``
 
     * ``source``: ``"builtin"`` (three generated databases, 36 questions, no download; the
       default without ``data_path``) or ``"files"`` (BIRD's files; the default with it).
@@ -144,9 +162,11 @@ class BirdEnv(TextEnv):
       skipped with one warning.
     * ``cache_dir``: where the built-in databases are generated (default
       ``~/.cache/agent_envs/bird``).
-    * ``query_timeout``: seconds per query (the gold query gets at least 30);
-      ``max_rows``: row cap of a graded result (a larger one scores 0); an EXECUTE reads at
-      most 1000 rows and shows the first ``display_rows``.
+    * ``query_timeout``: seconds per EXECUTE query (exploration; schema lookups too).
+      ``submit_timeout``: seconds per graded SUBMIT (BIRD's ``meta_time_out``, 30; the gold
+      query gets at least 30). ``max_rows``: row cap of a graded result (``None``: none, as
+      in BIRD; a larger result scores 0); an EXECUTE reads at most 1000 rows (fewer with
+      ``max_rows``) and shows the first ``display_rows``.
 
     | id                       | max_turns | max_executions | max_submissions | discount |
     |--------------------------|-----------|----------------|-----------------|----------|
@@ -156,6 +176,9 @@ class BirdEnv(TextEnv):
 
     ## Version history
     * v0: first release; BIRD's execution accuracy, GRL's single-shot and 5-turn settings.
+      Later, same id: queries run in a worker process with a hard deadline and memory
+      limits; graded SUBMITs get BIRD's evaluator settings (30 s, no row cap);
+      ``random()`` is seeded instead of refused.
     """
 
     metadata: ClassVar[dict[str, Any]] = {
@@ -186,7 +209,8 @@ class BirdEnv(TextEnv):
         max_submissions: int = 1,
         submit_discount: float = 1.0,
         query_timeout: float = 5.0,
-        max_rows: int = 100_000,
+        submit_timeout: float = BIRD_TIMEOUT,
+        max_rows: int | None = None,
         display_rows: int = 10,
         sample_values: int = 3,
         max_turns: int = 1,
@@ -206,19 +230,22 @@ class BirdEnv(TextEnv):
         _check_int("max_submissions", max_submissions, 1)
         _check_number("submit_discount", submit_discount, 0.0, 1.0, low_open=True)
         _check_number("query_timeout", query_timeout, 0.0, 86_400.0, low_open=True)
-        _check_int("max_rows", max_rows, 1)
+        _check_number("submit_timeout", submit_timeout, 0.0, 86_400.0, low_open=True)
+        if max_rows is not None:
+            _check_int("max_rows", max_rows, 1)
         _check_int("display_rows", display_rows, 1)
         _check_int("sample_values", sample_values, 0)
         self.max_executions = max_executions
         self.max_submissions = max_submissions
         self.submit_discount = float(submit_discount)
         self.query_timeout = float(query_timeout)
+        self.submit_timeout = float(submit_timeout)
         self.max_rows = max_rows
         self.display_rows = display_rows
         self.sample_values = sample_values
         self.dataset = _load_dataset(source, data_path, db_root, cache_dir)
         self._pool = SandboxPool(
-            timeout=self.query_timeout, max_rows=max_rows, max_bytes=MAX_RESULT_BYTES
+            timeout=self.query_timeout, max_rows=EXECUTE_ROW_CAP, max_bytes=MAX_RESULT_BYTES
         )
         self._state: EpisodeState | None = None
         self._problem = ""
@@ -233,6 +260,7 @@ class BirdEnv(TextEnv):
             submit_discount=self.submit_discount,
             max_turns=self.max_turns,
             query_timeout=self.query_timeout,
+            submit_timeout=self.submit_timeout,
             display_rows=self.display_rows,
             format_penalty=self.format_penalty,
             invalid_action_penalty=self.invalid_action_penalty,
@@ -318,7 +346,8 @@ class BirdEnv(TextEnv):
                 why = "no EXECUTE left" if self.max_executions else "EXECUTE is not available here"
                 return ActionResult(0.0, False, False, False, f"{why}; SUBMIT your final query")
             sandbox = self._sandbox(state.item.db_id)
-            result = sandbox.run(action.sql, max_rows=min(self.max_rows, EXECUTE_ROW_CAP))
+            cap = EXECUTE_ROW_CAP if self.max_rows is None else min(self.max_rows, EXECUTE_ROW_CAP)
+            result = sandbox.run(action.sql, max_rows=cap)
             count = state.executions + 1
             self._turn_text = (
                 f"EXECUTE {count} of {self.max_executions}: "
@@ -328,9 +357,13 @@ class BirdEnv(TextEnv):
             self._state = dataclasses.replace(state, executions=count, feedback=self._turn_text)
             return ActionResult(0.0, True, True, False)
         count = state.submissions + 1
-        predicted = self._sandbox(state.item.db_id).run(action.sql)
-        gold = self._gold() if predicted.rows is not None and predicted.complete else predicted
-        verdict = grade(predicted, gold)
+        verdict = self._sandbox(state.item.db_id).grade(
+            action.sql,
+            state.item.sql,
+            timeout=self.submit_timeout,
+            gold_timeout=max(self.submit_timeout, GOLD_TIMEOUT),
+            max_rows=self.max_rows,
+        )
         if verdict.correct:
             outcome = "correct."
         elif verdict.error is None:
@@ -396,16 +429,6 @@ class BirdEnv(TextEnv):
             cached = (text, tuple(table.name for table in tables))
             self.dataset.schemas[db_id] = cached
         return cached
-
-    def _gold(self) -> QueryResult:
-        item = self._state.item
-        key = (item.db_id, item.sql)
-        result = self.dataset.gold.get(key)
-        if result is None:
-            timeout = max(self.query_timeout, GOLD_TIMEOUT)
-            result = self._sandbox(item.db_id).run(item.sql, timeout=timeout)
-            self.dataset.remember_gold(key, result)
-        return result
 
     def _status(self) -> str:
         state = self._state

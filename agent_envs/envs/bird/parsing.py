@@ -20,8 +20,26 @@ from agent_envs.envs.bird.types import QueryKind, SqlAction
 __all__ = ["decode_action"]
 
 _PREFIX = re.compile(r"\s*(execute|submit)\b\s*:?", re.IGNORECASE)
-# Opening fence with an optional language tag on its own line; content up to the next fence.
-_FENCE = re.compile(r"```(?:[ \t]*[A-Za-z0-9_+-]*[ \t]*\n)?(.*?)(?:```|\Z)", re.DOTALL)
+_FENCE = "```"
+_TAG = re.compile(r"[A-Za-z0-9_+-]*")
+
+
+def _unfence(text: str) -> str:
+    """The content of the first Markdown fence in ``text`` (to the next fence or the end),
+    without its language tag line (```` ```sql ````); ``text`` itself when it has no fence.
+
+    Plain string searches, so the cost is linear in the length of ``text`` whatever it holds
+    (a regular expression with a lazy body and an optional tag line was quadratic on a fence
+    followed by a long run of spaces)."""
+    opening = text.find(_FENCE)
+    if opening < 0:
+        return text
+    start = opening + len(_FENCE)
+    line_end = text.find("\n", start)
+    if line_end >= 0 and _TAG.fullmatch(text[start:line_end].strip(" \t")):
+        start = line_end + 1
+    closing = text.find(_FENCE, start)
+    return text[start:] if closing < 0 else text[start:closing]
 
 
 def decode_action(text: str) -> SqlAction | None:
@@ -32,8 +50,5 @@ def decode_action(text: str) -> SqlAction | None:
     if prefix is not None:
         kind = QueryKind(prefix.group(1).lower())
         text = text[prefix.end() :]
-    fence = _FENCE.search(text)
-    if fence is not None:
-        text = fence.group(1)
-    sql = text.strip()
+    sql = _unfence(text).strip()
     return SqlAction(kind, sql) if sql else None

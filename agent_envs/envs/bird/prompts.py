@@ -91,6 +91,7 @@ def instructions(
     submit_discount: float,
     max_turns: int,
     query_timeout: float,
+    submit_timeout: float,
     display_rows: int,
     format_penalty: float,
     invalid_action_penalty: float,
@@ -105,16 +106,17 @@ def instructions(
         "Your final query is graded by execution, as in the BIRD benchmark: it is correct when"
         " the set of rows it returns equals the set of rows of the reference query (row order,"
         " duplicate rows and column names do not matter; which columns, their order and their"
-        f" values do). A query that fails or runs longer than {query_timeout:g} s is wrong.",
-        "Only one read-only statement per answer (SELECT, WITH or VALUES); random() and"
-        " randomblob() are disabled.",
+        f" values do). A query that fails or runs longer than {submit_timeout:g} s is wrong.",
+        "Only one read-only statement per answer (SELECT, WITH or VALUES); random() is"
+        " seeded, so a query gives the same rows every time.",
         "Characters outside ASCII are shown as escapes such as \\u00e9 (curly quotes and dashes"
         " as their ASCII look-alikes); in a query, write the character itself.",
     ]
     if max_executions > 0:
         lines.append(
             "Answer in one of two ways, one query per turn: <answer>EXECUTE: SELECT ...</answer>"
-            f" runs a query and shows you its first {display_rows} rows or its error;"
+            f" runs a query (for at most {query_timeout:g} s) and shows you its first"
+            f" {display_rows} rows or its error;"
             " <answer>SUBMIT: SELECT ...</answer>, or the SQL alone, submits your final query."
             f" You may EXECUTE at most {max_executions} queries; you have {max_turns} turns."
         )

@@ -1,72 +1,57 @@
-"""Read-only, time-limited SQLite for model-written queries.
+"""Read-only, time- and memory-bounded SQLite for model-written queries.
 
-Every query goes through five independent guards, so that no single mistake lets a model
-change a database, reach another file or hang a worker:
+A query passes two layers:
 
-1. **Statement kind.** After leading comments, spaces and parentheses the query must start
-   with ``SELECT``, ``WITH`` or ``VALUES``; Python's ``sqlite3`` refuses a second statement
+1. **Here, in the env's process**: after leading comments, spaces and parentheses the query
+   must start with ``SELECT``, ``WITH`` or ``VALUES`` and be at most :data:`MAX_QUERY_CHARS`
+   characters (:func:`check_query`); Python's ``sqlite3`` refuses a second statement
    (``SELECT 1; DROP TABLE t`` and comment tricks alike).
-2. **Read-only file.** The database is opened through the URI ``file:...?mode=ro`` with
-   ``PRAGMA query_only = ON`` and no attached databases allowed (``SQLITE_LIMIT_ATTACHED = 0``).
-3. **Authorizer.** Only reading is authorised: ``SELECT``, column reads, recursive CTEs,
-   functions other than ``load_extension``, ``fts3_tokenizer``, ``random`` and ``randomblob``
-   (the last two so that episodes replay exactly), and the introspection pragmas
-   (``pragma_table_info(...)`` and friends, connected before the authorizer is installed,
-   since their first use looks like an UPDATE of ``sqlite_master`` to it). Writes, DDL,
-   ``ATTACH``, ``VACUUM INTO``, transactions and pragma changes are denied.
-4. **Time limit.** A progress handler stops the query once ``timeout`` seconds have passed
-   (checked every :data:`PROGRESS_OPCODES` virtual-machine instructions).
-5. **Size caps.** A string or blob value is limited to :data:`MAX_VALUE_BYTES` bytes, the query
-   text to :data:`MAX_QUERY_CHARS` characters, and a result to ``max_rows`` rows and
-   ``max_bytes`` bytes of text and blobs; a result cut at a cap is marked incomplete.
+2. **In a worker process** (:mod:`agent_envs.envs.bird.worker`, which lists its guards: a
+   read-only file, an authorizer, SQLite's own limits, a heap limit, an address-space limit,
+   a time limit, results read one row at a time against a byte budget, seeded ``random()``).
+   The env waits at most :data:`~agent_envs.envs.bird.worker.KILL_FACTOR` times a query's
+   limit for the answer, then kills the worker (a single SQLite function call can run past
+   the worker's own time check) and starts a fresh one for the next query. So a query costs
+   the env at most about 1.1 times its limit of wall time, whatever it calls, and the env's
+   process grows by at most the result it is sent (``max_bytes``).
 
-Connections open lazily and are dropped when a sandbox is pickled or deep-copied, so an env
-holding one can be cloned mid-episode.
+One worker serves an env (a :class:`SandboxPool`, or a lone :class:`Sandbox`): it starts on
+the first query, keeps up to ``max_open`` databases open, and ends with ``close()``, when the
+pool is garbage-collected, or at exit. Pickled or deep-copied sandboxes start their own worker;
+a forked process does too (it never shares the parent's pipe).
 """
 
 from __future__ import annotations
 
-import math
+import contextlib
+import os
 import re
-import sqlite3
+import select
+import subprocess
+import sys
+import threading
 import time
-from collections import OrderedDict
+import weakref
 from pathlib import Path
 from typing import Any
 
+from agent_envs.envs.bird import worker as protocol
+from agent_envs.envs.bird.grading import Grade
 from agent_envs.envs.bird.types import QueryResult
 
 __all__ = [
     "MAX_QUERY_CHARS",
-    "MAX_VALUE_BYTES",
-    "PROGRESS_OPCODES",
     "Sandbox",
     "SandboxPool",
+    "SqlWorker",
     "check_query",
 ]
 
 MAX_QUERY_CHARS = 50_000
-MAX_VALUE_BYTES = 1_000_000
-PROGRESS_OPCODES = 1_000
-_FETCH_CHUNK = 64
+#: Seconds a worker may take to start (not counted in any query's time limit).
+START_TIMEOUT = 60.0
 ALLOWED_FIRST_WORDS = ("SELECT", "WITH", "VALUES")
-
-# Authorizer action codes from sqlite3.h (numbers: Python 3.10 lacks some of the names).
-_OK, _DENY = 0, 1
-_PRAGMA, _READ, _SELECT, _FUNCTION, _RECURSIVE = 19, 20, 21, 31, 33
-_ACTION_NAMES = {
-    1: "CREATE INDEX", 2: "CREATE TABLE", 3: "CREATE TEMP INDEX", 4: "CREATE TEMP TABLE",
-    5: "CREATE TEMP TRIGGER", 6: "CREATE TEMP VIEW", 7: "CREATE TRIGGER", 8: "CREATE VIEW",
-    9: "DELETE", 10: "DROP INDEX", 11: "DROP TABLE", 12: "DROP TEMP INDEX",
-    13: "DROP TEMP TABLE", 14: "DROP TEMP TRIGGER", 15: "DROP TEMP VIEW", 16: "DROP TRIGGER",
-    17: "DROP VIEW", 18: "INSERT", 19: "PRAGMA", 22: "BEGIN/COMMIT/ROLLBACK", 23: "UPDATE",
-    24: "ATTACH", 25: "DETACH", 26: "ALTER TABLE", 27: "REINDEX", 28: "ANALYZE",
-    29: "CREATE VIRTUAL TABLE", 30: "DROP VIRTUAL TABLE", 32: "SAVEPOINT",
-}  # fmt: skip
-_READ_PRAGMAS = frozenset(
-    {"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list"}
-)
-_DENIED_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer", "random", "randomblob"})
+_WORKER_FILE = Path(protocol.__file__)
 # Leading noise before the first keyword: one space, comment or "(" at a time (no nested
 # quantifiers, so no catastrophic backtracking on hostile input).
 _LEADING = re.compile(r"(?:\s|--[^\n]*(?:\n|\Z)|/\*.*?(?:\*/|\Z)|\()*", re.DOTALL)
@@ -74,7 +59,7 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def check_query(sql: str) -> str | None:
-    """Why ``sql`` may not run (guard 1 and the length cap), or ``None`` if it may."""
+    """Why ``sql`` may not run (the first word and the length cap), or ``None`` if it may."""
     if len(sql) > MAX_QUERY_CHARS:
         return f"the query is longer than {MAX_QUERY_CHARS} characters"
     start = _LEADING.match(sql).end()  # type: ignore[union-attr]
@@ -90,81 +75,183 @@ def check_query(sql: str) -> str | None:
     return None
 
 
-def _lenient_text(data: bytes) -> str:
-    return data.decode("utf-8", "replace")
+class _Stopped(Exception):
+    """The worker did not answer in time (``timed_out``), or died."""
+
+    def __init__(self, message: str, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
+def _receive(process: subprocess.Popen, deadline: float) -> tuple:
+    """One message from the worker, waiting at most until ``deadline``."""
+    fd = process.stdout.fileno()
+    data = _read(fd, protocol.HEADER.size, deadline, process, at_most=1 << 20)
+    size = protocol.HEADER.unpack_from(data)[0]
+    body = data[protocol.HEADER.size :]
+    if len(body) < size:
+        body += _read(fd, size - len(body), deadline, process)
+    return protocol.marshal.loads(body)
+
+
+def _read(
+    fd: int, size: int, deadline: float, process: subprocess.Popen, at_most: int = 0
+) -> bytes:
+    """At least ``size`` bytes (and up to ``at_most`` if they are there already)."""
+    chunks = []
+    while size > 0:
+        left = deadline - time.perf_counter()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise _Stopped("no answer in time", timed_out=True)
+        chunk = os.read(fd, max(at_most, min(size, 1 << 20)))
+        if not chunk:
+            try:
+                code = process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                code = None
+            raise _Stopped(f"the SQL worker stopped (exit code {code})")
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """Kill a worker and reap it (safe to call twice)."""
+    if process.poll() is None:
+        with contextlib.suppress(OSError):
+            process.kill()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=10)
+    for stream in (process.stdin, process.stdout, process.stderr):
+        if stream is not None:
+            stream.close()
+
+
+class SqlWorker:
+    """The env's side of one worker process: start, ask with a deadline, kill, restart.
+
+    Args:
+        max_open: databases the worker keeps open at once (least recently used closed first).
+    """
+
+    def __init__(self, *, max_open: int = 8) -> None:
+        self.max_open = max_open
+        self._process: subprocess.Popen | None = None
+        self._owner = os.getpid()
+        self._lock = threading.Lock()
+        self._finalizer: weakref.finalize | None = None
+        self.starts = 0  # workers started so far (a fresh one after each kill)
+
+    @property
+    def pid(self) -> int | None:
+        """The worker's process id, or ``None`` before the first query and after a kill."""
+        return self._process.pid if self._process is not None else None
+
+    def call(self, request: tuple, limit: float) -> tuple:
+        """Send one request; the reply without its ``recycle`` flag. A worker that does not
+        answer within ``KILL_FACTOR * limit`` seconds is killed and the reply is a time-limit
+        error; one that dies is reported as an error too. Never raises for a query."""
+        with self._lock:
+            process = self._ensure_started()
+            deadline = time.perf_counter() + protocol.KILL_FACTOR * limit
+            try:
+                protocol.send(process.stdin.fileno(), request)
+                reply = _receive(process, deadline)
+            except _Stopped as stopped:
+                self._discard()
+                if stopped.timed_out:
+                    return ("error", f"stopped at the {limit:g} s time limit", True)
+                return ("error", str(stopped), False)
+            except OSError as error:  # a broken pipe: the worker died between requests
+                self._discard()
+                return ("error", f"the SQL worker stopped ({error.strerror or error})", False)
+            if reply[0]:  # the worker exits after this answer (it ran out of memory)
+                self._discard()
+            return tuple(reply[1:])
+
+    def _ensure_started(self) -> subprocess.Popen:
+        if self._owner != os.getpid():  # a forked copy: the pipe belongs to the parent
+            self._process, self._finalizer, self._owner = None, None, os.getpid()
+        if self._process is None or self._process.poll() is not None:
+            if self._process is not None:
+                self._discard()
+            self._process = self._start()
+        return self._process
+
+    def _start(self) -> subprocess.Popen:
+        if not sys.executable:
+            raise RuntimeError("the BIRD SQL worker needs sys.executable to start a process")
+        process = subprocess.Popen(
+            [sys.executable, "-I", str(_WORKER_FILE), str(self.max_open)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            close_fds=True,
+            start_new_session=True,  # Ctrl-C in a terminal stops the caller, not the worker
+        )
+        try:
+            reply = _receive(process, time.perf_counter() + START_TIMEOUT)
+        except (_Stopped, OSError, ValueError, EOFError) as error:
+            output = process.stderr.read() if process.poll() is not None else b""
+            _stop(process)
+            detail = " ".join(output.decode(errors="replace").strip().splitlines()[-1:])
+            raise RuntimeError(f"the BIRD SQL worker did not start ({error}) {detail}") from None
+        if reply[1] != "ready":
+            _stop(process)
+            raise RuntimeError(f"the BIRD SQL worker answered {reply!r} on start")
+        self._finalizer = weakref.finalize(self, _stop, process)
+        self.starts += 1
+        return process
+
+    def _discard(self) -> None:
+        if self._finalizer is not None:
+            self._finalizer()  # kills and reaps
+        self._process, self._finalizer = None, None
+
+    def close(self) -> None:
+        """Stop the worker (a later query starts a new one)."""
+        with self._lock:
+            if self._owner == os.getpid():
+                self._discard()
+            self._process, self._finalizer = None, None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"max_open": self.max_open}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(max_open=state["max_open"])
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SqlWorker:
+        return SqlWorker(max_open=self.max_open)
 
 
 class Sandbox:
-    """One database, opened read-only on first use. See the module docstring for the guards.
+    """One database, queried through a worker. See the module docstring for the guards.
 
     Args:
         path: the ``.sqlite`` file.
         timeout: default seconds a query may run.
         max_rows: default row cap of a result.
-        max_bytes: cap on the text and blob bytes of a result.
+        max_bytes: cap on a result's size in memory
+            (:func:`~agent_envs.envs.bird.worker.row_cost` summed over its rows).
+        worker: the worker to use (a pool's); default: a worker of its own.
     """
 
-    def __init__(self, path: Path, *, timeout: float, max_rows: int, max_bytes: int) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        timeout: float,
+        max_rows: int,
+        max_bytes: int,
+        worker: SqlWorker | None = None,
+    ) -> None:
         self.path = Path(path)
         self.timeout = timeout
         self.max_rows = max_rows
         self.max_bytes = max_bytes
-        self._connection: sqlite3.Connection | None = None
-        self._deadline = math.inf
-        self._denied: str | None = None
+        self.worker = SqlWorker() if worker is None else worker
 
-    # ----------------------------------------------------------------- connection
-    def _connect(self) -> sqlite3.Connection:
-        if self._connection is not None:
-            return self._connection
-        uri = self.path.resolve().as_uri() + "?mode=ro"
-        connection = sqlite3.connect(
-            uri, uri=True, isolation_level=None, check_same_thread=False, cached_statements=64
-        )
-        try:
-            connection.execute("PRAGMA query_only = ON")
-            connection.execute("PRAGMA trusted_schema = OFF")
-            if hasattr(connection, "setlimit"):  # Python >= 3.11
-                connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
-                connection.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, 4 * MAX_QUERY_CHARS)
-                connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
-            # The first use of a pragma's table-valued function on a connection looks, to the
-            # authorizer, like an UPDATE of sqlite_master (SQLite connects the virtual table);
-            # connect the allowed ones here, before the authorizer is installed.
-            for pragma in sorted(_READ_PRAGMAS):
-                connection.execute(f"SELECT * FROM pragma_{pragma}('') LIMIT 0").fetchall()
-            connection.set_authorizer(self._authorize)
-            connection.set_progress_handler(self._over_time, PROGRESS_OPCODES)
-        except BaseException:
-            connection.close()
-            raise
-        self._connection = connection
-        return connection
-
-    def close(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
-
-    def _over_time(self) -> bool:
-        return time.perf_counter() > self._deadline
-
-    def _authorize(
-        self, action: int, arg1: str | None, arg2: str | None, db: str | None, source: str | None
-    ) -> int:
-        if action in (_SELECT, _READ, _RECURSIVE):
-            return _OK
-        if action == _FUNCTION:
-            if arg2 is not None and arg2.lower() in _DENIED_FUNCTIONS:
-                self._denied = f"the function {arg2}()"
-                return _DENY
-            return _OK
-        if action == _PRAGMA and arg1 is not None and arg1.lower() in _READ_PRAGMAS:
-            return _OK
-        self._denied = _ACTION_NAMES.get(action, f"authorizer action {action}")
-        return _DENY
-
-    # ----------------------------------------------------------------- queries
     def run(
         self,
         sql: str,
@@ -172,81 +259,55 @@ class Sandbox:
         *,
         timeout: float | None = None,
         max_rows: int | None = None,
+        max_bytes: int | None = None,
     ) -> QueryResult:
         """Run one query under every guard. Never raises: failures come back as ``error``."""
         refusal = check_query(sql) if isinstance(sql, str) else "the query must be text"
         if refusal is not None:
             return QueryResult(None, (), refusal)
         limit = self.timeout if timeout is None else timeout
-        try:
-            return self._run(sql, params, limit, self.max_rows if max_rows is None else max_rows)
-        except sqlite3.OperationalError as error:
-            if "decode" not in str(error).lower():
-                return self._failure(error, limit)
-        except Exception as error:  # the query text is untrusted: report, never raise
-            return self._failure(error, limit)
-        # Text that is not valid UTF-8 in the database: read it again with replacement chars.
-        connection = self._connect()
-        connection.text_factory = _lenient_text
-        try:
-            return self._run(sql, params, limit, self.max_rows if max_rows is None else max_rows)
-        except Exception as error:
-            return self._failure(error, limit)
-        finally:
-            connection.text_factory = str
+        request = (
+            "run",
+            str(self.path),
+            sql,
+            tuple(params),
+            float(limit),
+            self.max_rows if max_rows is None else max_rows,
+            self.max_bytes if max_bytes is None else max_bytes,
+        )
+        reply = self.worker.call(request, limit)
+        if reply[0] == "error":
+            return QueryResult(None, (), reply[1], timed_out=reply[2])
+        _, columns, rows, complete = reply
+        return QueryResult(rows, tuple(columns), complete=complete)
 
-    def _run(self, sql: str, params: tuple[Any, ...], limit: float, max_rows: int) -> QueryResult:
-        connection = self._connect()
-        self._denied = None
-        self._deadline = time.perf_counter() + limit
-        try:
-            cursor = connection.execute(sql, params)
-            try:
-                columns = tuple(entry[0] for entry in cursor.description or ())
-                rows, complete = self._fetch(cursor, max_rows)
-            finally:
-                cursor.close()
-        finally:
-            self._deadline = math.inf
-        return QueryResult(rows, columns, complete=complete)
+    def grade(
+        self,
+        sql: str,
+        gold_sql: str,
+        *,
+        timeout: float,
+        gold_timeout: float,
+        max_rows: int | None = None,
+    ) -> Grade:
+        """Execution accuracy of ``sql`` against ``gold_sql`` (see :mod:`grading`): the gold
+        query's set of rows is built (or reused) in the worker, then ``sql``'s rows are
+        streamed against it. Never raises."""
+        refusal = check_query(sql) if isinstance(sql, str) else "the query must be text"
+        if refusal is not None:
+            return Grade(False, refusal)
+        request = ("gold", str(self.path), gold_sql, float(gold_timeout))
+        gold = self.worker.call(request, gold_timeout)
+        if gold[0] == "error":
+            return Grade(False, f"the reference query could not be graded: {gold[1]}")
+        request = ("grade", str(self.path), sql, gold_sql, float(timeout), max_rows)
+        reply = self.worker.call(request, timeout)
+        if reply[0] == "error":
+            return Grade(False, reply[1])
+        return Grade(bool(reply[1]))
 
-    def _fetch(self, cursor: sqlite3.Cursor, max_rows: int) -> tuple[list[tuple[Any, ...]], bool]:
-        rows: list[tuple[Any, ...]] = []
-        size = 0
-        while True:
-            chunk = cursor.fetchmany(min(_FETCH_CHUNK, max_rows + 1 - len(rows)))
-            if not chunk:
-                return rows, True
-            for index, row in enumerate(chunk):
-                for value in row:
-                    if value.__class__ is str or value.__class__ is bytes:
-                        size += len(value)
-                if size > self.max_bytes:
-                    rows.extend(chunk[:index])
-                    return rows, False
-            rows.extend(chunk)
-            if len(rows) > max_rows:
-                return rows[:max_rows], False
-
-    def _failure(self, error: Exception, limit: float) -> QueryResult:
-        message = str(error) or type(error).__name__
-        if isinstance(error, sqlite3.OperationalError) and message == "interrupted":
-            return QueryResult(None, (), f"stopped at the {limit:g} s time limit", timed_out=True)
-        if self._denied is not None and "not authorized" in message:
-            return QueryResult(
-                None, (), f"not authorized: {self._denied} is not allowed (read-only database)"
-            )
-        if isinstance(error, UnicodeError):
-            message = "the query is not valid Unicode text"
-        return QueryResult(None, (), message)
-
-    # ----------------------------------------------------------------- copies
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_connection"] = None
-        state["_deadline"] = math.inf
-        state["_denied"] = None
-        return state
+    def close(self) -> None:
+        self.worker.close()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Sandbox:
         return Sandbox(
@@ -255,41 +316,43 @@ class Sandbox:
 
 
 class SandboxPool:
-    """Sandboxes by database path, keeping at most ``max_open`` connections open (LRU)."""
+    """Sandboxes by database path, all served by one worker (it keeps at most ``max_open``
+    databases open, least recently used closed first)."""
 
     def __init__(self, *, timeout: float, max_rows: int, max_bytes: int, max_open: int = 8) -> None:
         self.timeout = timeout
         self.max_rows = max_rows
         self.max_bytes = max_bytes
         self.max_open = max_open
-        self._open: OrderedDict[Path, Sandbox] = OrderedDict()
+        self.worker = SqlWorker(max_open=max_open)
+        self._sandboxes: dict[Path, Sandbox] = {}
 
     def get(self, path: Path) -> Sandbox:
-        sandbox = self._open.get(path)
+        sandbox = self._sandboxes.get(path)
         if sandbox is None:
             sandbox = Sandbox(
-                path, timeout=self.timeout, max_rows=self.max_rows, max_bytes=self.max_bytes
+                path,
+                timeout=self.timeout,
+                max_rows=self.max_rows,
+                max_bytes=self.max_bytes,
+                worker=self.worker,
             )
-            self._open[path] = sandbox
-            while len(self._open) > self.max_open:
-                self._open.popitem(last=False)[1].close()
-        self._open.move_to_end(path)
+            self._sandboxes[path] = sandbox
         return sandbox
 
     def close(self) -> None:
-        for sandbox in self._open.values():
-            sandbox.close()
-        self._open.clear()
+        self.worker.close()
 
     def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_open"] = OrderedDict()
-        return state
+        return {
+            "timeout": self.timeout,
+            "max_rows": self.max_rows,
+            "max_bytes": self.max_bytes,
+            "max_open": self.max_open,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> SandboxPool:
-        return SandboxPool(
-            timeout=self.timeout,
-            max_rows=self.max_rows,
-            max_bytes=self.max_bytes,
-            max_open=self.max_open,
-        )
+        return SandboxPool(**self.__getstate__())

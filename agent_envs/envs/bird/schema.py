@@ -43,13 +43,16 @@ def _quote(identifier: str) -> str:
 def read_tables(sandbox: Sandbox, sample_values: int) -> list[TableSchema]:
     """Every table and view of the database, in creation order, with up to ``sample_values``
     distinct non-NULL values per column from the table's first rows (each lookup has a short
-    time limit; one that fails just gives no examples)."""
+    time limit; one that fails just gives no examples). ``ValueError`` naming the file if
+    its list of tables cannot be read (a corrupt database)."""
     listing = sandbox.run(
         "SELECT name, sql FROM sqlite_master WHERE type IN ('table', 'view') "
         "AND name NOT LIKE 'sqlite!_%' ESCAPE '!' ORDER BY rowid"
     )
+    if listing.rows is None:
+        raise ValueError(f"database file {str(sandbox.path)!r} cannot be read: {listing.error}")
     tables = []
-    for name, create_sql in listing.rows or []:
+    for name, create_sql in listing.rows:
         info = sandbox.run("SELECT name FROM pragma_table_info(?)", (name,))
         columns = tuple(row[0] for row in info.rows or [])
         samples = []

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import copy
+import json
 import pickle
 import re
+import sqlite3
+import time
 import warnings
 
+import numpy as np
 import pytest
 
 import agent_envs
@@ -88,7 +92,7 @@ def test_bird_env__single_shot_wrong_error_and_timeout_score_zero(make):
             "stopped at the 0.3 s time limit",
         ),
     ]:
-        env = make(query_timeout=0.3)
+        env = make(submit_timeout=0.3)
         env.reset(seed=0, options={"index": 30})
         observation, reward, terminated, truncated, info = env.step(reply)
         assert (reward, terminated, truncated, info["success"]) == (0.0, True, False, False)
@@ -169,7 +173,7 @@ def test_bird_env__row_caps_for_execute_and_submit(make):
     )
     observation, reward, terminated, _, info = env.step(_answer("SELECT * FROM goals"))
     assert (reward, terminated) == (0.0, True)
-    assert info["query_error"] == "the result is larger than the row or byte cap"
+    assert info["query_error"] == "the result is larger than the 50-row cap"
     env = make(max_executions=1, max_turns=2)
     env.reset(seed=0, options={"index": 30})
     observation, *_ = env.step(_answer("EXECUTE: SELECT goal_id FROM goals"))
@@ -236,7 +240,10 @@ def test_bird_env__bad_reset_options_raise(make, options, message):
         ({"submit_discount": 1.5}, "submit_discount"),
         ({"query_timeout": 0}, "query_timeout"),
         ({"query_timeout": float("inf")}, "query_timeout"),
+        ({"submit_timeout": -1.0}, "submit_timeout"),
+        ({"submit_timeout": "30"}, "submit_timeout"),
         ({"max_rows": 0}, "max_rows"),
+        ({"max_rows": 1.5}, "max_rows"),
         ({"display_rows": 0}, "display_rows"),
         ({"sample_values": -1}, "sample_values"),
         ({"max_turns": 0}, "max_turns"),
@@ -259,6 +266,119 @@ def test_bird_env__files_source_arguments(tmp_path):
         BirdEnv(data_path=str(tmp_path / "dev.json"))
 
 
+def test_bird_env__missing_data_path_names_the_argument_and_the_path(tmp_path):
+    missing = tmp_path / "nowhere" / "dev.json"
+    with pytest.raises(ValueError, match=f"data_path '{re.escape(str(missing))}' does not exist"):
+        BirdEnv(data_path=str(missing))
+    with pytest.raises(ValueError, match=r"data_path .* is a directory"):
+        BirdEnv(data_path=str(tmp_path))
+
+
+def _bird_layout(root, databases: dict[str, bytes | None]) -> str:
+    """``root/dev.json`` asking one question per database, and ``root/dev_databases/``:
+    ``None`` makes a real one-table database, bytes are written as the file."""
+    questions = []
+    for db_id, content in databases.items():
+        path = root / "dev_databases" / db_id / f"{db_id}.sqlite"
+        path.parent.mkdir(parents=True)
+        if content is None:
+            connection = sqlite3.connect(path)
+            connection.execute("CREATE TABLE t (x INTEGER)")
+            connection.executemany("INSERT INTO t VALUES (?)", [(1,), (2,), (3,)])
+            connection.commit()
+            connection.close()
+        else:
+            path.write_bytes(content)
+        questions.append({"db_id": db_id, "question": "How many?", "SQL": "SELECT COUNT(*) FROM t"})
+    (root / "dev.json").write_text(json.dumps(questions))
+    return str(root / "dev.json")
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (np.random.default_rng(0).bytes(8192), "does not start with SQLite's header"),
+        (b"", "is empty"),
+        (b"SQLite format 3\x00" + b"\xff" * 200, "cannot be read"),
+    ],
+    ids=["random_bytes", "empty", "bad_header_fields"],
+)
+def test_bird_env__corrupt_database_is_refused_at_construction(tmp_path, content, why):
+    data_path = _bird_layout(tmp_path, {"good": None, "broken": content})
+    broken = tmp_path / "dev_databases" / "broken" / "broken.sqlite"
+    with pytest.raises(ValueError, match=f"database file '{re.escape(str(broken))}'.*{why}"):
+        BirdEnv(data_path=data_path)
+
+
+def test_bird_env__corrupt_database_of_an_item_is_refused_at_reset(tmp_path):
+    data_path = _bird_layout(tmp_path, {"good": None})
+    broken = tmp_path / "dev_databases" / "broken" / "broken.sqlite"
+    broken.parent.mkdir()
+    broken.write_bytes(np.random.default_rng(1).bytes(4096))
+    env = BirdEnv(data_path=data_path)
+    assert env.reset(seed=0)[0].startswith("Database: good")
+    item = {"db_id": "broken", "question": "q", "SQL": "SELECT 1"}
+    with pytest.raises(ValueError, match=f"database file '{re.escape(str(broken))}' cannot be"):
+        env.reset(seed=0, options={"item": item})
+
+
+def test_bird_env__order_by_random_scores_like_birds_evaluator(make):
+    env = make()
+    env.reset(seed=0, options={"index": 30})
+    gold = QUESTIONS[30]["SQL"]
+    for sql, reward in [
+        (f"SELECT * FROM ({gold}) ORDER BY RANDOM()", 1.0),  # same set: BIRD scores 1
+        ("SELECT name FROM players ORDER BY random() LIMIT 1", 0.0),
+    ]:
+        env.reset(seed=0, options={"index": 30})
+        _, got, terminated, _, info = env.step(_answer(sql))
+        assert (got, terminated, info["query_error"]) == (reward, True, None)
+
+
+def test_bird_env__graded_submissions_get_birds_settings_by_default(make):
+    env = make()
+    assert (env.submit_timeout, env.max_rows, env.query_timeout) == (30.0, None, 5.0)
+    many = (
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 150000) "
+        "SELECT x FROM c"
+    )  # 150,000 rows: over the old 100,000-row cap, and BIRD has none
+    env.reset(seed=0, options={"item": {"db_id": "football", "question": "q", "SQL": many}})
+    assert env.step(_answer(f"SELECT x + 0 FROM ({many})"))[1] == 1.0
+
+
+def test_bird_env__execute_has_the_stricter_time_limit(make):
+    slow = (
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 3000000) "
+        "SELECT COUNT(*) FROM c"
+    )  # about a second
+    env = make(max_executions=1, max_turns=2, query_timeout=0.1, submit_timeout=20.0)
+    env.reset(seed=0, options={"item": {"db_id": "football", "question": "q", "SQL": slow}})
+    *_, info = env.step(_answer(f"EXECUTE: {slow}"))
+    assert info["query_error"] == "stopped at the 0.1 s time limit"
+    _, reward, terminated, _, info = env.step(_answer(slow))
+    assert (reward, terminated, info["success"]) == (1.0, True, True)
+
+
+def test_bird_env__long_function_call_is_stopped_within_the_limit(make):
+    env = make(max_executions=2, max_turns=3, query_timeout=1.0)
+    env.reset(seed=0, options={"index": 30})
+    start = time.perf_counter()
+    observation, *_, info = env.step(_answer("EXECUTE: SELECT printf('%.*c', 2000000000, 'x')"))
+    assert time.perf_counter() - start <= 1.2 * 1.0 + 0.1  # it ran 10-40 s before the worker
+    assert info["query_error"] == "stopped at the 1 s time limit"
+    observation, *_ = env.step(_answer("EXECUTE: SELECT key, value FROM json_each('[1,2]')"))
+    assert observation.startswith("EXECUTE 2 of 2: 2 rows:\nkey | value\n0 | 1\n1 | 2\n")
+
+
+def test_bird_env__a_first_row_over_the_cap_is_an_error_not_more_than_0_rows(make):
+    env = make(max_executions=1, max_turns=2)
+    env.reset(seed=0, options={"index": 30})
+    wide = "SELECT " + ", ".join(["hex(zeroblob(499999))"] * 70)  # one row of 70 MB
+    observation, *_ = env.step(_answer(f"EXECUTE: {wide}"))
+    assert "more than 0 rows" not in observation
+    assert observation.startswith("EXECUTE 1 of 1: error: out of memory: the query needs")
+
+
 def test_bird_env__pickle_and_deepcopy_mid_episode(make):
     env = make(**PRESETS["grl/BIRD-Agentic-v0"])
     env.reset(seed=3)
@@ -271,7 +391,7 @@ def test_bird_env__pickle_and_deepcopy_mid_episode(make):
         got = clone.step(_answer("EXECUTE: SELECT COUNT(*) FROM teams"))
         assert got[:4] == expected[:4] and got[4] == expected[4]
     fresh = pickle.loads(pickle.dumps(env))  # caches and connections stay behind
-    assert fresh.dataset.schemas == {} and not fresh.dataset.gold and not fresh._pool._open
+    assert fresh.dataset.schemas == {} and fresh._pool.worker.pid is None
     assert copy.deepcopy(env).dataset is env.dataset  # the immutable dataset is shared
 
 
@@ -311,9 +431,9 @@ def test_bird_env__instructions_golden(make):
         "Your final query is graded by execution, as in the BIRD benchmark: it is correct when"
         " the set of rows it returns equals the set of rows of the reference query (row order,"
         " duplicate rows and column names do not matter; which columns, their order and their"
-        " values do). A query that fails or runs longer than 5 s is wrong.\n"
-        "Only one read-only statement per answer (SELECT, WITH or VALUES); random() and"
-        " randomblob() are disabled.\n"
+        " values do). A query that fails or runs longer than 30 s is wrong.\n"
+        "Only one read-only statement per answer (SELECT, WITH or VALUES); random() is"
+        " seeded, so a query gives the same rows every time.\n"
         "Characters outside ASCII are shown as escapes such as \\u00e9 (curly quotes and dashes"
         " as their ASCII look-alikes); in a query, write the character itself.\n"
         "You have one answer: the SQL inside <answer>...</answer> is your final query.\n"
@@ -325,9 +445,9 @@ def test_bird_env__instructions_golden(make):
     )
     agentic = make(**PRESETS["grl/BIRD-Agentic-v0"]).instructions
     assert (
-        "<answer>EXECUTE: SELECT ...</answer> runs a query and shows you its first 10 rows or"
-        " its error; <answer>SUBMIT: SELECT ...</answer>, or the SQL alone, submits your final"
-        " query. You may EXECUTE at most 5 queries; you have 6 turns." in agentic
+        "<answer>EXECUTE: SELECT ...</answer> runs a query (for at most 5 s) and shows you its"
+        " first 10 rows or its error; <answer>SUBMIT: SELECT ...</answer>, or the SQL alone,"
+        " submits your final query. You may EXECUTE at most 5 queries; you have 6 turns." in agentic
     )
     retry = make(**PRESETS["grl/BIRD-5turn-v0"]).instructions
     assert "You have 5 submissions, one per turn" in retry

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from agent_envs.envs.bird.grading import grade, rows_match, submission_reward
+from agent_envs.envs.bird.grading import rows_match, submission_reward
 from agent_envs.envs.bird.parsing import decode_action
-from agent_envs.envs.bird.types import QueryKind, QueryResult
+from agent_envs.envs.bird.types import QueryKind
 
 EXECUTE, SUBMIT = QueryKind.EXECUTE, QueryKind.SUBMIT
 
@@ -33,6 +35,12 @@ ANSWERS = [
     ("EXECUTE:", None),
     ("SUBMIT:   ", None),
     ("```sql\n```", None),
+    ("```sql```\n", (SUBMIT, "sql")),  # no newline right after the tag: not a tag line
+    ("``` sql \t\nSELECT 5```", (SUBMIT, "SELECT 5")),
+    ("```\nSELECT 6\n```", (SUBMIT, "SELECT 6")),
+    ("```SELECT (1)\n```", (SUBMIT, "SELECT (1)")),
+    ("```" + " " * 1000 + "x", (SUBMIT, "x")),
+    ("SELECT '```' || x FROM t", (SUBMIT, "' || x FROM t")),  # a fence is a fence
 ]
 
 
@@ -40,10 +48,6 @@ ANSWERS = [
 def test_bird_parsing__answer_grammar(text, expected):
     action = decode_action(text)
     assert (None if action is None else (action.kind, action.sql)) == expected
-
-
-def _result(rows, *, error=None, complete=True):
-    return QueryResult(rows, ("c",) * (len(rows[0]) if rows else 1), error, False, complete)
 
 
 @pytest.mark.parametrize(
@@ -64,20 +68,27 @@ def test_bird_grading__rows_match_is_set_equality(predicted, gold, match):
     assert rows_match(predicted, gold) is match
 
 
-def test_bird_grading__grade_reports_why_a_submission_failed():
-    gold = _result([(1,)])
-    assert grade(_result([(1,)]), gold) == (True, None)
-    assert grade(_result([(2,)]), gold) == (False, None)
-    failed = QueryResult(None, (), "no such column: x")
-    assert grade(failed, gold) == (False, "no such column: x")
-    timed_out = QueryResult(None, (), "stopped at the 5 s time limit", True)
-    assert grade(timed_out, gold) == (False, "stopped at the 5 s time limit")
-    assert grade(_result([(1,)], complete=False), gold).error.startswith("the result is larger")
-    broken_gold = QueryResult(None, (), "no such table: t")
-    assert grade(_result([(1,)]), broken_gold) == (
-        False,
-        "the reference query could not be graded: no such table: t",
-    )
+# 1 MB adversarial answers: each used to cost up to minutes in the fence regex (the first:
+# 9.8 s at 100k spaces). A generous bound that only a quadratic parser misses.
+ADVERSARIAL = [
+    "```" + " " * 1_000_000 + "x",
+    "```" + " \t" * 500_000 + "(",
+    "```" + "a" * 1_000_000,
+    "```" * 333_333,
+    "EXECUTE: " * 110_000,
+    " " * 1_000_000 + "EXECUTEx",
+    "```sql\n" + "SELECT 1 " * 110_000,
+    "\n```".join(["x"] * 250_000),
+]
+
+
+def test_bird_parsing__adversarial_answers_parse_in_linear_time():
+    start = time.perf_counter()
+    for text in ADVERSARIAL:
+        decode_action(text)
+    assert time.perf_counter() - start < 2.0
+    assert decode_action(ADVERSARIAL[0]) == (SUBMIT, "x")
+    assert decode_action(ADVERSARIAL[4]) == (EXECUTE, "EXECUTE: " * 109_998 + "EXECUTE:")
 
 
 @pytest.mark.parametrize(

@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import os
 import pickle
+import random
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from agent_envs.envs.bird import worker as worker_module
+from agent_envs.envs.bird.grading import rows_match
 from agent_envs.envs.bird.sandbox import Sandbox, SandboxPool, check_query
+from agent_envs.envs.bird.worker import Worker
 
 LIMIT = 1.0  # seconds per query in these tests; a stop must come within 1.2x
+MIB = 2**20
 
 
 def _digest(path: Path) -> str:
@@ -48,8 +55,8 @@ REFUSED = [
     ("cte_update", "WITH x AS (SELECT 1) UPDATE teams SET name = 'x'", "UPDATE is not allowed"),
     ("pragma_function", "SELECT * FROM pragma_writable_schema", "not authorized"),
     ("load_extension", "SELECT load_extension('/tmp/evil.so')", "load_extension() is not"),
-    ("random", "SELECT random()", "random() is not allowed"),
-    ("randomblob", "SELECT hex(randomblob(8))", "randomblob() is not allowed"),
+    ("huge_randomblob", "SELECT randomblob(2000000000)", "randomblob(N) makes at most"),
+    ("long_like_pattern", "SELECT 'a' LIKE printf('%.*c', 5000, 'a')", "pattern too complex"),
     ("two_statements", "SELECT 1; DROP TABLE players", "one statement"),
     ("comment_then_statement", "SELECT 1 /* hi */; DELETE FROM players", "one statement"),
     ("line_comment_hides", "SELECT 1;\n-- ok\nDROP TABLE players", "one statement"),
@@ -104,6 +111,168 @@ def test_sandbox__endless_query_is_stopped_within_the_limit(football, name, quer
     assert _digest(football) == before
 
 
+# One SQLite function call that runs far past the limit: the progress handler never gets to
+# run, so the worker is killed at 1.1x the limit (each ran 10 s to minutes before the worker).
+LONG_CALLS = [
+    ("printf_width", "SELECT printf('%.*c', 2000000000, 'x')"),
+    ("like", "WITH s(a, p) AS (SELECT printf('%.*c', 999999, 'a'), '%' || printf('%.*c', 990,"
+     " 'a') || 'b') SELECT a LIKE p OR a LIKE p OR a LIKE p OR a LIKE p FROM s"),
+    ("instr", "WITH s(a, b) AS (SELECT printf('%.*c', 999999, 'a'), printf('%.*c', 499999, 'a')"
+     " || 'b') SELECT instr(a, b) + instr(a, b) + instr(a, b) + instr(a, b) FROM s"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "query"), LONG_CALLS, ids=[r[0] for r in LONG_CALLS])
+def test_sandbox__one_long_function_call_is_killed_within_the_limit(football, name, query):
+    sandbox = _sandbox(football)
+    sandbox.run("SELECT 1")  # the worker is up
+    first = sandbox.worker.pid
+    start = time.perf_counter()
+    result = sandbox.run(query)
+    elapsed = time.perf_counter() - start
+    assert result.timed_out and result.rows is None, result
+    assert result.error == "stopped at the 1 s time limit"
+    assert LIMIT <= elapsed <= 1.2 * LIMIT
+    assert sandbox.worker.pid is None  # killed; the next query starts a fresh worker
+    assert sandbox.run("SELECT COUNT(*) FROM teams").rows == [(16,)]
+    assert sandbox.worker.pid not in (None, first)
+    sandbox.close()
+
+
+def _rss_kib(pid: int | str, key: str = "VmRSS") -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {key} for {pid}")
+
+
+class _PeakSampler:
+    """The peak RSS of a process, sampled every millisecond in a thread."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.peak, self._done = pid, _rss_kib(pid), threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.is_set():
+            try:
+                self.peak = max(self.peak, _rss_kib(self.pid))
+            except (OSError, AssertionError):  # the worker is gone
+                return
+            time.sleep(0.001)
+
+    def stop(self) -> int:
+        self._done.set()
+        self._thread.join()
+        return self.peak
+
+
+def _wide(columns: int) -> str:
+    return "SELECT " + ", ".join(["hex(zeroblob(499999))"] * columns)  # one row of 1 MB values
+
+
+_TALL = (
+    "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 64) SELECT "
+    + ", ".join(["hex(zeroblob(499999))"] * 50)
+    + " FROM r"
+)  # 64 rows of 50 x 1 MB
+BOMBS = [
+    ("2000_columns", _wide(2000), "too many columns in result set"),
+    ("900_columns", _wide(900), "out of memory: the query needs more than the 64 MiB allowed"),
+    ("64_rows_of_50_columns", _TALL, "out of memory: the query needs more than the 64 MiB"),
+]
+
+
+@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux /proc")
+@pytest.mark.parametrize(("name", "query", "message"), BOMBS, ids=[r[0] for r in BOMBS])
+@pytest.mark.parametrize("graded", [False, True], ids=["run", "grade"])
+def test_sandbox__memory_bombs_grow_no_process_by_256_mib(football, name, query, message, graded):
+    # Before the worker these took the env's process from ~50 MiB to 3.2-4.8 GiB.
+    sandbox = _sandbox(football, max_bytes=64 * MIB)
+    sandbox.run("SELECT 1")
+    pid = sandbox.worker.pid
+    limits = Path(f"/proc/{pid}/limits").read_text()
+    address_space = next(line for line in limits.splitlines() if "address space" in line)
+    start_size = _rss_kib(pid, "VmSize") * 1024
+    assert int(address_space.split()[3]) <= start_size + 256 * MIB
+    Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
+    env_before, worker_before = _rss_kib("self"), _rss_kib(pid)
+    sampler = _PeakSampler(pid)
+    start = time.perf_counter()
+    if graded:
+        outcome = sandbox.grade(query, "SELECT 1", timeout=LIMIT, gold_timeout=LIMIT)
+        assert not outcome.correct
+        error = outcome.error
+    else:
+        result = sandbox.run(query)
+        assert result.rows is None and not result.timed_out
+        error = result.error
+    elapsed = time.perf_counter() - start
+    worker_peak = sampler.stop()
+    assert message in error or graded  # graded: streamed, the first row is not in the gold set
+    assert elapsed <= 1.2 * LIMIT
+    assert _rss_kib("self", "VmHWM") - env_before < 256 * 1024
+    assert worker_peak - worker_before < 256 * 1024
+    assert sandbox.run("SELECT COUNT(*) FROM teams").rows == [(16,)]
+    sandbox.close()
+
+
+def test_sandbox__first_row_over_the_byte_cap_is_an_error_not_zero_rows(football):
+    result = _sandbox(football, max_bytes=10_000).run("SELECT hex(zeroblob(20000))")
+    assert result.rows is None
+    assert (
+        result.error == "the result is too large: its first row alone holds more than 10,000 bytes"
+    )
+    cut = _sandbox(football, max_bytes=10_000).run("SELECT name FROM players")
+    assert cut.rows and not cut.complete
+
+
+def test_sandbox__table_valued_functions_are_allowed(football):
+    sandbox = _sandbox(football)
+    assert sandbox.run("SELECT key, value FROM json_each('[1,2]')").rows == [(0, 1), (1, 2)]
+    tree = sandbox.run("SELECT fullkey FROM json_tree('{\"a\": [1]}') ORDER BY id").rows
+    assert tree == [("$",), ("$.a",), ("$.a[0]",)]
+    assert sandbox.run("SELECT COUNT(*) FROM pragma_table_info('teams')").rows == [(6,)]
+    assert sandbox.run("SELECT * FROM dbstat").error.startswith(
+        "the virtual table dbstat is not available here (only json_each, json_tree, pragma_"
+    )
+
+
+def test_sandbox__random_is_seeded_per_query(football):
+    sandbox = _sandbox(football)
+    query = "SELECT random(), hex(randomblob(8)), name FROM teams ORDER BY random()"
+    first = sandbox.run(query).rows
+    assert len(first) == 16 and len({row[0] for row in first}) == 16
+    assert sandbox.run(query).rows == first  # replays exactly
+    assert sorted(row[2] for row in first) != [row[2] for row in first]  # really shuffled
+
+
+def test_sandbox__grade_is_birds_set_equality_without_a_row_cap(football):
+    sandbox = _sandbox(football, max_rows=10)
+    gold = "SELECT name FROM players WHERE nationality = 'Brazil'"
+    for sql, correct in [
+        (gold, True),
+        (gold + " ORDER BY random()", True),  # order does not matter (random() is allowed)
+        ("SELECT name FROM players WHERE nationality = 'Brazil' UNION ALL " + gold, True),
+        ("SELECT name FROM players", False),
+        ("SELECT name, 1 FROM players WHERE nationality = 'Brazil'", False),
+        (gold + " LIMIT 3", False),
+    ]:
+        assert sandbox.grade(sql, gold, timeout=LIMIT, gold_timeout=LIMIT) == (correct, None), sql
+    many = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 150000) SELECT x"
+    many += " FROM c"  # 150,000 rows: over the old 100,000-row cap of graded results
+    assert sandbox.grade(many, many, timeout=5.0, gold_timeout=5.0) == (True, None)
+    assert sandbox.grade(many, many, timeout=5.0, gold_timeout=5.0, max_rows=100) == (
+        False,
+        "the result is larger than the 100-row cap",
+    )
+    failed = sandbox.grade("SELECT nope FROM teams", gold, timeout=LIMIT, gold_timeout=LIMIT)
+    assert failed == (False, "no such column: nope")
+    broken = sandbox.grade(gold, "SELECT nope FROM teams", timeout=LIMIT, gold_timeout=LIMIT)
+    assert broken == (False, "the reference query could not be graded: no such column: nope")
+
+
 @pytest.mark.parametrize("statement", ["ATTACH DATABASE '{path}' AS other", "VACUUM INTO '{path}'"])
 def test_sandbox__attach_and_vacuum_into_create_no_file(football, tmp_path, statement):
     target = tmp_path / "other.db"
@@ -112,7 +281,7 @@ def test_sandbox__attach_and_vacuum_into_create_no_file(football, tmp_path, stat
         result = sandbox.run(query.format(path=target))
         assert result.rows is None
     # Even past the first guard, ATTACH is denied (and VACUUM INTO attaches its target).
-    connection = sandbox._connect()
+    connection = Worker(max_open=1).connect(str(football))
     with pytest.raises(sqlite3.DatabaseError):
         connection.execute(statement.format(path=target))
     assert not target.exists()
@@ -120,7 +289,7 @@ def test_sandbox__attach_and_vacuum_into_create_no_file(football, tmp_path, stat
 
 def test_sandbox__connection_refuses_writes_without_the_first_guard(football):
     before = _digest(football)
-    connection = _sandbox(football)._connect()
+    connection = Worker(max_open=1).connect(str(football))
     for statement in ("DELETE FROM players", "DROP TABLE goals", "PRAGMA query_only = OFF"):
         with pytest.raises(sqlite3.DatabaseError, match="not authorized"):
             connection.execute(statement)
@@ -138,7 +307,7 @@ def test_sandbox__reads_rows_columns_and_introspection(football):
     )
     assert sandbox.run(recursive).rows == [(1,), (2,), (3,)]
     assert sandbox.run("VALUES (1, 'a')").rows == [(1, "a")]
-    info = sandbox.run("SELECT name FROM pragma_table_info('teams')")
+    info = sandbox.run("SELECT name FROM pragma_table_info(?)", ("teams",))
     assert [row[0] for row in info.rows][:2] == ["team_id", "name"]
     assert sandbox.run("SELECT COUNT(*) FROM sqlite_master").rows == [(4,)]
     assert sandbox.run("SELECT nope FROM teams").error == "no such column: nope"
@@ -170,35 +339,71 @@ def test_sandbox__invalid_utf8_text_is_read_with_replacement_characters(tmp_path
     assert sandbox.run("SELECT 'ok'").rows == [("ok",)]  # strict decoding again afterwards
 
 
-def test_sandbox__pickle_and_deepcopy_drop_the_connection(football):
+def test_sandbox__pickle_and_deepcopy_start_their_own_worker(football):
     sandbox = _sandbox(football)
     assert sandbox.run("SELECT 1").rows == [(1,)]
-    assert sandbox._connection is not None
+    assert sandbox.worker.pid is not None
     for clone in (pickle.loads(pickle.dumps(sandbox)), copy.deepcopy(sandbox)):
-        assert clone._connection is None and clone.path == sandbox.path
+        assert clone.worker.pid is None and clone.path == sandbox.path
         assert clone.run("SELECT COUNT(*) FROM teams").rows == [(16,)]
+        assert clone.worker.pid not in (None, sandbox.worker.pid)
+        clone.close()
     pool = SandboxPool(timeout=LIMIT, max_rows=10, max_bytes=10**6)
     pool.get(football).run("SELECT 1")
     for clone in (pickle.loads(pickle.dumps(pool)), copy.deepcopy(pool)):
-        assert clone._open == {} and clone.get(football).run("SELECT 2").rows == [(2,)]
+        assert clone.worker.pid is None and clone.get(football).run("SELECT 2").rows == [(2,)]
+        clone.close()
 
 
-def test_sandbox__pool_keeps_at_most_max_open_connections(builtin_root):
+def test_sandbox__pool_shares_one_worker_and_close_stops_it(builtin_root):
     pool = SandboxPool(timeout=LIMIT, max_rows=10, max_bytes=10**6, max_open=2)
     paths = [builtin_root / name / f"{name}.sqlite" for name in ("bookshop", "clinic", "football")]
-    first = pool.get(paths[0])
-    first.run("SELECT 1")
-    for path in paths[1:]:
-        pool.get(path).run("SELECT 1")
-    assert list(pool._open) == paths[1:] and first._connection is None
+    for path in paths:
+        assert pool.get(path).run("SELECT COUNT(*) > 0 FROM sqlite_master").rows == [(1,)]
+    assert {pool.get(path).worker.pid for path in paths} == {pool.worker.pid}
+    pid = pool.worker.pid
     pool.close()
-    assert pool._open == {}
+    assert pool.worker.pid is None
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_sandbox__worker_keeps_at_most_max_open_connections(builtin_root):
+    worker = Worker(max_open=2)
+    paths = [str(builtin_root / n / f"{n}.sqlite") for n in ("bookshop", "clinic", "football")]
+    for path in paths:
+        worker.connect(path)
+    assert list(worker.connections) == paths[1:]
 
 
 def test_sandbox__missing_file_is_an_error_not_an_exception(tmp_path):
     result = _sandbox(tmp_path / "absent.sqlite").run("SELECT 1")
     assert result.rows is None and "unable to open" in result.error
     assert not (tmp_path / "absent.sqlite").exists()
+
+
+def test_sandbox__a_dead_worker_is_an_error_then_replaced(football):
+    sandbox = _sandbox(football)
+    sandbox.run("SELECT 1")
+    os.kill(sandbox.worker.pid, 9)
+    time.sleep(0.05)
+    result = sandbox.run("SELECT 2")
+    assert result.rows == [(2,)] or "the SQL worker stopped" in result.error
+    assert sandbox.run("SELECT 3").rows == [(3,)]
+
+
+def test_sandbox__worker_grading_equals_row_set_equality():
+    rng = random.Random(7)
+    values = [0, 1, 1.0, 2, 2.5, "a", "b", b"a", None]
+    for _ in range(500):
+        width = rng.randint(1, 2)
+        gold = [tuple(rng.choice(values) for _ in range(width)) for _ in range(rng.randint(0, 4))]
+        predicted = [
+            tuple(rng.choice(values) for _ in range(width)) for _ in range(rng.randint(0, 4))
+        ]
+        index = worker_module.row_set(gold, 10**6)
+        expected = rows_match(predicted, gold)
+        assert worker_module.same_row_set(iter(predicted), index, None) is expected
 
 
 @pytest.mark.parametrize(
