@@ -26,6 +26,12 @@ latest user message) are detected by :class:`ChatDelta` when it is built, and re
 ``max_total_tokens`` per episode: a turn's generation budget is the smaller of
 ``max_new_tokens`` and the room left, and an episode whose next observation would leave no
 room for one more token ends truncated with ``truncation_reason="context"``.
+
+**Ranks in lockstep.** When the engine's ``generate`` is a collective across training ranks
+(TRL's vLLM server mode), wrap it in :class:`~adapters.engines.lockstep.LockstepEngine`: every
+rank then makes the same calls with equally many requests, and :meth:`RolloutCollector.collect`
+calls its ``wait_for_other_ranks()`` after the last turn, so a rank whose episodes ended early
+keeps answering the others' rounds until every rank is done.
 """
 
 from __future__ import annotations
@@ -248,6 +254,9 @@ class RolloutCollector:
                 for episode in episodes:
                     if not episode.done:
                         self._end(episode, truncation_reason="max_turns")
+        wait = getattr(self.engine, "wait_for_other_ranks", None)
+        if callable(wait):  # a LockstepEngine: answer other ranks' rounds until all are done
+            wait()
         return [episode.trajectory for episode in episodes]
 
     # ----------------------------------------------------------------- one turn
