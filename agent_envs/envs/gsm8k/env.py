@@ -27,13 +27,17 @@ class GSM8KEnv(TextEnv):
     The model's reply. Its final answer is read by ``answer_mode``
     (:mod:`agent_envs.envs.gsm8k.grading`):
 
-    * ``"strict"``: a marked answer, the last number in the last ``<answer>...</answer>``;
-      without that tag, the last number in the last ``\\boxed{}``; else the number right
-      after the last ``####``.
-    * ``"flexible"``: the strict reading if it holds a number, else the last number anywhere.
+    * ``"strict"``: a marked answer: the content of the last ``<answer>...</answer>``; without
+      that tag, of the last ``\\boxed{}``; else the rest of the line after the last
+      ``#### <number>``.
+    * ``"flexible"``: the marked answer if it holds a digit, else the last number anywhere.
 
-    Only text after a closing ``</think>`` is read. Commas, ``$``, ``%``, signs, decimals,
-    fractions ``a/b`` and trailing units are handled; values are compared exactly.
+    A marked answer must hold exactly one number: two numbers, a range, an expression or a time
+    (``18 or 20``, ``18-20``, ``5-3``, ``12:30``) is an answer that is not a number, never its
+    last number. Only text after a closing ``</think>`` is read. Commas, grouping spaces, ``$``,
+    ``%``, signs, decimals, fractions (``3/4``, ``1 1/2``, ``\\frac{3}{4}``), scientific
+    notation (``1e6``, ``1.5x10^3``, ``10^3``) and trailing units are handled; values are
+    compared exactly.
 
     ## Observation
     ``Question: <the problem>`` in ASCII. After a wrong answer with turns left: ``Incorrect:
@@ -52,8 +56,9 @@ class GSM8KEnv(TextEnv):
 
     ## Rewards
     1 for a correct answer, 0 for a wrong one. A reply with no readable answer earns
-    ``format_penalty``; an answer that is not a number (``<answer>seventy</answer>``) earns
-    ``invalid_action_penalty``. Success (``info["success"]``) is a correct answer.
+    ``format_penalty``; an answer that is not a single number (``<answer>seventy</answer>``,
+    ``<answer>18 or 20</answer>``) earns ``invalid_action_penalty``. Success
+    (``info["success"]``) is a correct answer.
 
     ## Episode end
     Terminated: a correct answer, or the last of ``max_turns`` turns played (the last reply is

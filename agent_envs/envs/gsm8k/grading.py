@@ -1,31 +1,84 @@
-"""GSM8K grading: a reply → the number it answers; a gold solution → its number; equality.
+"""GSM8K grading: a reply → the one number it answers; a gold solution → its number.
 
 Pure functions: no I/O, no randomness. Numbers are compared exactly, as fractions.
 
+**An answer must denote exactly one number.** ``<answer>18 or 20</answer>``, ``18, 20``, a
+range ``18-20``, an expression ``5-3`` or ``2+3``, a time ``12:30`` and a worked equation
+``48 + 24 = 72`` are not a number (an invalid answer), never their last number: a grader that
+pays the last number pays a policy for listing candidates.
+
 How a reply is read (:func:`read_answer`):
 
-0. A reply that is not a ``str`` is unreadable. Non-ASCII text is NFKC-normalised (full-width
-   digits become digits) and the minus sign U+2212 becomes ``-``. If the reply closes a
-   ``<think>`` block, only the text after the last ``</think>`` is read.
-1. **strict**: the final answer must be marked; the first marker found in this order wins:
+0. A reply that is not a ``str`` is unreadable. If the reply closes a ``<think>`` block, only
+   the text after the last ``</think>`` is read.
+1. **The marked answer**, the first of these found:
 
-   a. the last ``<answer>...</answer>`` (the rules of :mod:`agent_envs.core.parsing`): a
-      ``\\boxed{}`` inside it, else the number after a ``####`` inside it, else the last number
-      in it;
-   b. without an answer tag, the last ``\\boxed{...}``: the last number in it;
-   c. without either, the last ``####``: the number right after it (the official GSM8K
-      extraction).
+   a. the last ``<answer>...</answer>`` (the rules of :mod:`agent_envs.core.parsing`: the last
+      ``<answer>`` that a ``</answer>`` follows, up to the first ``</answer>`` after it). Its
+      whole content is the answer; ``\\boxed{}`` and ``####`` inside it are markup;
+   b. else the last ``\\boxed{...}`` (or ``\\fbox{``) whose braces close: its content;
+   c. else the last ``####`` followed by a number (``#### 72``; a Markdown heading such as
+      ``#### Step 3`` is not a marker): the rest of that line.
 
-   A marker with no number in it is read, but it is not a number (an invalid answer). No
-   marker at all: unreadable.
-2. **flexible**: the strict reading when it finds a number; otherwise the last number anywhere
-   in the reply. No number anywhere: unreadable.
+   The marked answer is graded when it holds exactly one number; words around it are allowed
+   (``The answer is $1,000.``, ``72 clips``, ``x = 5``). With two or more numbers, or none,
+   it is read (``format_ok``) but it is not a number (:func:`parse_number` gives ``None``).
+   An empty marker counts as absent.
+2. **strict** mode reads only the marked answer; no marker at all is unreadable.
+3. **flexible** mode reads the marked answer the same way when it holds a digit: a hedge inside
+   a marker is never paid. With no marker, or a marker without a digit, it reads the last
+   number of the reply (the last number of the last line that holds a digit), as
+   lm-evaluation-harness's ``flexible-extract`` does; so untagged ``The time is 12:30`` reads
+   30 there, as the harness reads it.
 
-A number is an optional sign, digits with optional ``,`` thousands groups, an optional decimal
-part and an optional ``/denominator``; ``$``, ``€``, ``£``, ``%`` and trailing units are
-ignored, as are LaTeX ``\\$``, ``{,}`` and ``\\text{}``; ``\\frac{a}{b}`` reads as ``a/b``. A
-sign counts only when it does not follow an operand (``10-5`` reads ``10`` then ``5``). Numbers
-of more than :data:`MAX_NUMBER_LENGTH` characters are not numbers.
+**One number** (after the clean-up below) is an optional sign (``-5``; a ``-`` right after an
+operand, as in ``5-3``, is an operator), an optional currency sign (``$ € £ ¥``, before or after
+the sign), then one of:
+
+* an integer, plain or in groups of three separated by ``,`` or by one space (``1,000``,
+  ``1 000``: thin, narrow and no-break spaces count), with an optional decimal part (``.5``,
+  ``2.50``);
+* a fraction ``3/4`` (integer denominator) or a mixed number ``1 1/2`` (proper fraction);
+* scientific notation: ``1e6``, ``1.5E-3``, ``1.5x10^3`` (``x``, ``×``, ``*``, ``·``,
+  ``\\times``, ``\\cdot``), or a bare power of ten ``10^3``; exponents up to
+  :data:`MAX_EXPONENT` in size.
+
+Anything after it is ignored: units (``5 apples``, ``12 km``, ``$18 per hour``), ``%``
+(``25%`` is 25, as GSM8K's golds write percentages), a full stop. A power after a letter is part
+of a unit (``12 m^2``, ``12 m²``).
+
+Clean-up before reading: non-ASCII text is NFKC-normalised (full-width digits become digits,
+thin spaces become spaces) after superscripts become ``^`` powers (``10³`` → ``10^3``, not
+``103``) and vulgar fractions become ``a/b`` (``2½`` → ``2 1/2``); ``−``, ``–`` and ``‒`` are
+minus signs. LaTeX: ``\\frac{a}{b}`` (``\\dfrac``, ``\\tfrac``) reads ``a/b``; ``\\text{}`` and
+similar read their content; ``\\$``, ``\\%``, ``{,}`` and braces are dropped; ``\\,`` is a
+space.
+
+Tags may be written in any letter case, with spaces inside the brackets and with ASCII or
+full-width brackets (``＜answer＞``). Unlike :mod:`agent_envs.core.parsing`, the reply is not
+NFKC-normalised as a whole (only the text read as numbers is: NFKC can grow text 18-fold), so
+full-width *letters* in a tag do not make a tag.
+
+Limits, so that any reply is read in linear time (a 1 MB reply in milliseconds): a marked
+answer longer than :data:`MAX_ANSWER_LENGTH` characters and a number longer than
+:data:`MAX_NUMBER_LENGTH` are not numbers; exponents are at most :data:`MAX_EXPONENT`; a box
+nests braces at most three deep; at most :data:`MAX_MARKER_CANDIDATES` occurrences of a
+marker's keyword (``answer``, ``think``, ``\\boxed{``, ``####``) are examined, from the end of
+the reply (more only in garbage); flexible mode looks for the last number in the
+:data:`NUMBER_WINDOW` characters up to the reply's last digit.
+
+Deliberate differences from the references (lm-evaluation-harness's ``gsm8k`` task and
+math-verify; measured in ``benchmarks/results/gsm8k_graders.md``):
+
+* the harness's strict-match pays the first ``#### <number>`` match and its flexible-extract
+  the last number anywhere, so ``18 or 20``, ``5-3`` and ``12:30`` pay their last (or first)
+  number; here a marked answer must be one number;
+* the harness compares strings (``18.00`` ≠ ``18``, ``1e6`` and ``1 000`` are not numbers);
+  here values are compared exactly (``18.00`` = ``18``, ``3/4`` = ``0.75``);
+* math-verify reads ``<answer>`` as no answer and evaluates expressions (``48 + 24 = 72``,
+  ``70+2``); here the tag is the answer and an expression is not a number;
+* in flexible mode a marker wins over later numbers, and a marker holding a hedge is not a
+  number (no fall-back to the last number).
 """
 
 from __future__ import annotations
@@ -35,11 +88,15 @@ import unicodedata
 from fractions import Fraction
 from typing import Literal
 
-from agent_envs.core.parsing import AnswerFormat, ParsedReply, parse_reply
+from agent_envs.core.parsing import ParsedReply
 
 __all__ = [
     "ANSWER_MODES",
+    "MAX_ANSWER_LENGTH",
+    "MAX_EXPONENT",
+    "MAX_MARKER_CANDIDATES",
     "MAX_NUMBER_LENGTH",
+    "NUMBER_WINDOW",
     "AnswerMode",
     "find_numbers",
     "format_number",
@@ -51,66 +108,131 @@ __all__ = [
 AnswerMode = Literal["strict", "flexible"]
 ANSWER_MODES: tuple[str, ...] = ("strict", "flexible")
 MAX_NUMBER_LENGTH = 40
+MAX_ANSWER_LENGTH = 1000
+MAX_EXPONENT = 100
+MAX_MARKER_CANDIDATES = 256
+NUMBER_WINDOW = 4096
 
-_TAG_FORMAT = AnswerFormat(separator=None)
-_THINK_CLOSE = re.compile(r"<\s*/\s*think\s*>", re.IGNORECASE)
-_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
-_BRACES = re.compile(r"[{}]")
-_HASHES = "####"
 _UNREADABLE = {
     "strict": "no final answer found (put the number in <answer>...</answer>)",
     "flexible": "no number found",
 }
 
-# One number: [sign] (1,234 | 1234) [.5] [/ 7], or .5; the sign only where no operand precedes.
-_NUMBER = re.compile(
-    r"(?:(?<![\w)\]}.])[-+])?"
-    r"(?:(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?|(?<![\d.])\.\d+)"
-    r"(?:/\d+(?![\d.]))?"
-)
-# LaTeX and currency noise, removed before numbers are read.
+# ----------------------------------------------------------------- the number grammar
+_SIGN = r"(?<![\w)\]}.%])[-+]"
+_CURRENCY = "[$\u20ac\u00a3\u00a5]"
+_PREFIX = rf"(?P<prefix>{_SIGN}(?:{_CURRENCY}[ ]?)?|{_CURRENCY}[ ]?[-+]?)?"
+_INTEGER = r"[0-9]{1,3}(?:,[0-9]{3}(?![0-9]))+|[0-9]{1,3}(?:[ ][0-9]{3}(?![0-9]))+|[0-9]+"
+_TIMES = "[xX*\u00d7\u00b7\u22c5\u2219]"
+_BODY = rf"""(?P<body>
+    (?P<whole>[0-9]+)\ (?P<numerator>[0-9]+)/(?P<denominator>[0-9]+)(?![0-9.,/])
+  | 10\^(?P<power>[-+]?[0-9]+)
+  | (?P<mantissa>(?:{_INTEGER})(?:\.[0-9]+)?|\.[0-9]+)
+    (?:
+        [eE](?P<exponent>[-+]?[0-9]+)
+      | \ ?{_TIMES}\ ?10\^(?P<times_power>[-+]?[0-9]+)
+      | /(?P<over>[0-9]+)(?!\.[0-9])
+    )?
+)"""
+_NUMBER = re.compile(_PREFIX + _BODY, re.VERBOSE)
+
+# ----------------------------------------------------------------- clean-up of text read as numbers
+_SUPERSCRIPTS = "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207a\u207b"
+_SUPERSCRIPT_TEXT = str.maketrans(_SUPERSCRIPTS, "0123456789+-")
+_SUPERSCRIPT_RUN = re.compile(f"(?P<letter>[^\\W\\d_])?[{_SUPERSCRIPTS}]+")
+_VULGAR = "\u00bc-\u00be\u2150-\u215f\u2189"
+_DIGIT_BEFORE_VULGAR = re.compile(f"(?<=[0-9])(?=[{_VULGAR}])")
+_SIGNS = str.maketrans({"\u2212": "-", "\u2013": "-", "\u2012": "-", "\u2044": "/", "\u2215": "/"})
+_FRAC = re.compile(r"(?:(?P<digit>[0-9])\s*)?\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}")
 _LATEX = (
-    (re.compile(r"\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}"), r"\1/\2"),
-    (re.compile(r"\\(?:text|textbf|mathrm|mathbf|mbox)\s*\{([^{}]*)\}"), r" \1 "),
+    (re.compile(r"\\(?:text\w*|math\w*|mbox|operatorname)\s*\{([^{}]*)\}"), r" \1 "),
+    (re.compile(r"\\(?:boxed|fbox)\s*\{"), " "),
     (re.compile(r"\{,\}"), ","),
-    (re.compile(r"\\[,!;: ]"), ""),
+    (re.compile(r"\\(?:times|cdot)(?![A-Za-z])"), "\u00d7"),
+    (re.compile(r"\\(?:left|right)(?![A-Za-z])"), ""),
+    (re.compile(r"\\[,;:! ]"), " "),
     (re.compile(r"\\([$%])"), r"\1"),
-    (re.compile(r"[$\u20ac\u00a3\u00a5]"), ""),
+    (re.compile(r"([^\W\d_])\^\{?[-+]?[0-9]+\}?"), r"\1"),
+    (re.compile(r"####"), " "),
+    (re.compile(r"[{}]"), ""),
 )
 
 
-def _normalise(reply: str) -> str:
-    text = reply if reply.isascii() else unicodedata.normalize("NFKC", reply).replace("\u2212", "-")
-    start = 0
-    for match in _THINK_CLOSE.finditer(text):
-        start = match.end()
-    return text[start:]
+def _frac(match: re.Match[str]) -> str:
+    digit = match.group("digit")
+    return ("" if digit is None else digit + " ") + f"{match.group(2)}/{match.group(3)}"
+
+
+def _superscript(match: re.Match[str]) -> str:
+    letter = match.group("letter")
+    if letter is not None:  # a unit's power: m² is m
+        return letter
+    return "^" + match.group(0).translate(_SUPERSCRIPT_TEXT)
 
 
 def _clean(text: str) -> str:
+    """The text as numbers are read (see the module docstring); call on bounded text only."""
+    if not text.isascii():
+        text = _SUPERSCRIPT_RUN.sub(_superscript, text)
+        text = _DIGIT_BEFORE_VULGAR.sub(" ", text)
+        text = unicodedata.normalize("NFKC", text).translate(_SIGNS)
+    if "\\" in text:
+        text = _FRAC.sub(_frac, text)
     for pattern, replacement in _LATEX:
         text = pattern.sub(replacement, text)
     return text
 
 
-def find_numbers(text: str) -> list[str]:
-    """Every number token in ``text`` (after LaTeX/currency clean-up), in order."""
-    return [match.group(0) for match in _NUMBER.finditer(_clean(text))]
+def _token(match: re.Match[str]) -> str:
+    """A number as written: its sign (if any) and body, without currency or spaces around."""
+    prefix = match.group("prefix") or ""
+    sign = "-" if "-" in prefix else "+" if "+" in prefix else ""
+    return sign + match.group("body")
 
 
-def parse_number(token: str) -> Fraction | None:
-    """A number token (``"-1,000.50"``, ``"3/4"``) → its exact value; ``None`` if ``token`` is
-    not exactly one number (or is longer than :data:`MAX_NUMBER_LENGTH`)."""
-    token = token.strip()
-    if len(token) > MAX_NUMBER_LENGTH or not _NUMBER.fullmatch(token):
-        return None
-    numerator, _, denominator = token.replace(",", "").partition("/")
-    value = Fraction(numerator)
-    if denominator:
-        if int(denominator) == 0:
+def _value(match: re.Match[str]) -> Fraction | None:
+    if match.group("whole") is not None:
+        numerator, denominator = int(match.group("numerator")), int(match.group("denominator"))
+        if not 0 < numerator < denominator:
             return None
-        value /= int(denominator)
-    return value
+        value = int(match.group("whole")) + Fraction(numerator, denominator)
+    elif match.group("power") is not None:
+        value = _power_of_ten(match.group("power"))
+    else:
+        value = Fraction(match.group("mantissa").replace(",", "").replace(" ", ""))
+        exponent = match.group("exponent") or match.group("times_power")
+        if exponent is not None:
+            scale = _power_of_ten(exponent)
+            value = None if scale is None else value * scale
+        elif match.group("over") is not None:
+            over = int(match.group("over"))
+            value = None if over == 0 else value / over
+    if value is None:
+        return None
+    return -value if "-" in (match.group("prefix") or "") else value
+
+
+def _power_of_ten(exponent: str) -> Fraction | None:
+    power = int(exponent)
+    return Fraction(10) ** power if abs(power) <= MAX_EXPONENT else None
+
+
+def find_numbers(text: str) -> list[str]:
+    """Every number in ``text`` as written (sign and body), in order."""
+    return [_token(match) for match in _NUMBER.finditer(_clean(text))]
+
+
+def parse_number(text: str) -> Fraction | None:
+    """``text`` → its exact value when it is exactly one number (``"-1,000.50"``, ``"3/4"``,
+    ``"1.5x10^3"``, ``"1 000"``); ``None`` for anything else, including two numbers
+    (``"18 or 20"``), units (``"72 clips"``) and numbers longer than
+    :data:`MAX_NUMBER_LENGTH` characters."""
+    text = text.strip()
+    if not text or len(text) > MAX_NUMBER_LENGTH:
+        return None
+    cleaned = _clean(text).strip()
+    match = _NUMBER.fullmatch(cleaned)
+    return None if match is None else _value(match)
 
 
 def format_number(value: Fraction) -> str:
@@ -134,84 +256,197 @@ def format_number(value: Fraction) -> str:
 def gold_number(solution: str) -> Fraction | None:
     """The gold number of an official GSM8K solution: the number right after the first
     ``####`` (commas removed); ``None`` if there is none."""
-    _, hashes, rest = solution.partition(_HASHES)
+    _, hashes, rest = solution.partition("####")
     if not hashes:
         return None
-    match = _NUMBER.match(_clean(rest).lstrip())
-    return None if match is None else parse_number(match.group(0))
+    line = rest.lstrip().split("\n", 1)[0][:MAX_ANSWER_LENGTH]
+    match = _NUMBER.match(_clean(line).lstrip())
+    return None if match is None else _value(match)
 
 
-def _boxed_content(text: str) -> str | None:
-    """The content of the last-opened ``\\boxed{...}`` whose braces close, else ``None``
-    (one pass over the braces, so unclosed boxes cost linear time)."""
-    if "\\" not in text:
+# ----------------------------------------------------------------- markers, found from the end
+_LT, _GT, _SLASH = "[<\uff1c\ufe64]", "[>\uff1e\ufe65]", "[/\uff0f]"
+_TAG_TAIL = re.compile(rf"\s*{_GT}")
+_OPEN_HEAD = re.compile(rf"{_LT}\s*\Z")
+_CLOSE_HEAD = re.compile(rf"{_LT}\s*{_SLASH}\s*\Z")
+_HEAD_ROOM = 64  # characters before a tag's keyword searched for its "<" (and "/")
+_BOX_OPENERS = ("\\boxed{", "\\fbox{")
+_BOX = re.compile(
+    r"\\(?:boxed|fbox)\{(?P<content>[^{}]*+(?:\{[^{}]*+(?:\{[^{}]*+\}[^{}]*+)*+\}[^{}]*+)*+)\}"
+)
+_NUMBER_START = re.compile(
+    r"[^\S\n]*+(?:[-+$\u20ac\u00a3\u00a5\uff04][^\S\n]?){0,2}\.?[0-9\uff10-\uff19]"
+)
+_DIGITS = tuple("0123456789")
+_NUMERIC = _DIGITS + tuple(
+    chr(code)
+    for code in (
+        *range(0xFF10, 0xFF1A),  # full-width digits
+        0x00B2,
+        0x00B3,
+        0x00B9,
+        *range(0x2070, 0x207A),  # superscripts
+        0x00BC,
+        0x00BD,
+        0x00BE,
+        *range(0x2150, 0x2160),
+        0x2189,  # vulgar fractions
+    )
+)
+
+
+def _tag(text: str, lowered: str, keyword: str, closing: bool, start: int, end: int):
+    """The span of the last ``<keyword>`` (or ``</keyword>``) inside ``text[start:end]``."""
+    head = _CLOSE_HEAD if closing else _OPEN_HEAD
+    for _ in range(MAX_MARKER_CANDIDATES):
+        at = lowered.rfind(keyword, start, end)
+        if at < 0:
+            return None
+        tail = _TAG_TAIL.match(text, at + len(keyword), end)
+        if tail is not None:
+            before = head.search(text, max(start, at - _HEAD_ROOM), at)
+            if before is not None:
+                return before.start(), tail.end()
+        end = at + len(keyword) - 1
+    return None
+
+
+def _first_close(text: str, lowered: str, start: int, fallback: tuple[int, int]):
+    """The span of the first ``</answer>`` at or after ``start`` (``fallback`` if too far)."""
+    position = start
+    for _ in range(MAX_MARKER_CANDIDATES):
+        at = lowered.find("answer", position, fallback[1])
+        if at < 0:
+            break
+        tail = _TAG_TAIL.match(text, at + 6)
+        head = _CLOSE_HEAD.search(text, max(start, at - _HEAD_ROOM), at)
+        if tail is not None and head is not None:
+            return head.start(), tail.end()
+        position = at + 1
+    return fallback
+
+
+def _answer_tag(text: str, lowered: str, start: int) -> str | None:
+    close = _tag(text, lowered, "answer", True, start, len(text))
+    if close is None:
         return None
-    openings = {match.end() - 1 for match in _BOXED.finditer(text)}
-    if not openings:
+    opening = _tag(text, lowered, "answer", False, start, close[0])
+    if opening is None:
         return None
-    stack: list[int] = []
-    best: tuple[int, int] | None = None
-    for brace in _BRACES.finditer(text):
-        if brace.group(0) == "{":
-            stack.append(brace.start())
-        elif stack:
-            start = stack.pop()
-            if start in openings and (best is None or start > best[0]):
-                best = (start, brace.start())
-    return None if best is None else text[best[0] + 1 : best[1]]
+    inner = _first_close(text, lowered, opening[1], close)
+    return text[opening[1] : inner[0]]
 
 
-def _after_hashes(text: str) -> str | None:
-    """The first number right after the last ``####``, ``""`` if none follows, else ``None``."""
-    index = text.rfind(_HASHES)
-    if index < 0:
+def _box(text: str, start: int) -> str | None:
+    """The content of the last box whose braces close (three levels deep at most)."""
+    end = text.rfind("}", start)
+    if end < 0:
         return None
-    match = _NUMBER.match(_clean(text[index + len(_HASHES) :]).lstrip())
-    return "" if match is None else match.group(0)
+    found = [text.rfind(opener, start, end) for opener in _BOX_OPENERS]
+    for _ in range(MAX_MARKER_CANDIDATES):
+        at = max(found)
+        if at < 0:
+            return None
+        match = _BOX.match(text, at)
+        if match is not None:
+            return match.group("content")
+        kind = found.index(at)
+        found[kind] = text.rfind(_BOX_OPENERS[kind], start, at)
+    return None
 
 
-def _last_number(text: str) -> str | None:
-    numbers = find_numbers(text)
+def _hashes(text: str, start: int) -> str | None:
+    """The rest of the line after the last ``####`` that a number follows."""
+    end = len(text)
+    for _ in range(MAX_MARKER_CANDIDATES):
+        at = text.rfind("####", start, end)
+        if at < 0:
+            return None
+        if _NUMBER_START.match(text, at + 4):
+            line_end = text.find("\n", at)
+            return text[at + 4 : len(text) if line_end < 0 else line_end]
+        end = at + 3
+    return None
+
+
+def _last_index(text: str, start: int, chars: tuple[str, ...]) -> int:
+    return max(text.rfind(char, start) for char in chars)
+
+
+def _one_number(content: str) -> tuple[str | None, bool]:
+    """(the number a marked answer holds, else ``None``; whether it holds a digit)."""
+    content = content.strip()
+    has_digit = _last_index(content, 0, _DIGITS if content.isascii() else _NUMERIC) >= 0
+    if not has_digit or len(content) > MAX_ANSWER_LENGTH:
+        return None, has_digit
+    numbers = _NUMBER.finditer(_clean(content))
+    first = next(numbers, None)
+    if first is None or next(numbers, None) is not None:
+        return None, True
+    return _token(first), True
+
+
+def _last_number(text: str, start: int) -> str | None:
+    """The last number of ``text[start:]``, read in the :data:`NUMBER_WINDOW` characters up
+    to its last digit (numbers never span lines, so reading from the window on is exact for
+    any number that starts inside it)."""
+    digit = _last_index(text, start, _DIGITS if text.isascii() else _NUMERIC)
+    if digit < 0:
+        return None
+    line_end = text.find("\n", digit, digit + _HEAD_ROOM)
+    window = text[
+        max(start, digit - NUMBER_WINDOW) : digit + _HEAD_ROOM if line_end < 0 else line_end
+    ]
+    numbers = find_numbers(window)
     return numbers[-1] if numbers else None
 
 
-def _strict(text: str) -> tuple[str | None, str | None]:
-    """(marker content, number token in it); ``(None, None)`` when nothing is marked."""
-    parsed = parse_reply(text, _TAG_FORMAT)
-    if parsed.format_ok:
-        content = parsed.actions[0]
-        boxed = _boxed_content(content)
-        if boxed is not None:
-            return content, _last_number(boxed)
-        after = _after_hashes(content)
-        if after is not None:
-            return content, after or None
-        return content, _last_number(content)
-    boxed = _boxed_content(text)
-    if boxed is not None:
-        return boxed, _last_number(boxed)
-    after = _after_hashes(text)
-    if after is not None:
-        return _HASHES, after or None
-    return None, None
+def _marked(text: str, lowered: str, start: int) -> str | None:
+    """The marked answer (rule 1 of the module docstring), else ``None``."""
+    tag = _answer_tag(text, lowered, start) if lowered else None
+    for content in (tag, _box(text, start), _hashes(text, start)):
+        if content is not None and content.strip():
+            return content
+    return None
+
+
+def _lowered(text: str) -> str:
+    """``text`` in lower case with the same length, for case-blind tag search; ``""`` when it
+    holds no ``<`` (so no tag)."""
+    if "<" not in text and "\uff1c" not in text and "\ufe64" not in text:
+        return ""
+    lowered = text.lower()
+    return lowered if len(lowered) == len(text) else text
+
+
+def _after_think(text: str, lowered: str) -> int:
+    """Where the text read starts: after the last ``</think>``, else 0."""
+    think = _tag(text, lowered, "think", True, 0, len(text)) if lowered else None
+    return 0 if think is None else think[1]
 
 
 def read_answer(reply: object, mode: AnswerMode) -> ParsedReply:
     """Read the final answer out of a reply; see the module docstring for the rules.
 
-    Returns a :class:`~agent_envs.core.parsing.ParsedReply` with one action: the number token
-    as written (``"1,000"``), or the marker's content when it holds no number (then
+    Returns a :class:`~agent_envs.core.parsing.ParsedReply` with one action: the number as
+    written (``"1,000"``), or the marked answer itself when it is not exactly one number (then
     :func:`parse_number` gives ``None``). Never raises on any input."""
     if mode not in ANSWER_MODES:
         raise ValueError(f"mode must be one of {ANSWER_MODES}, got {mode!r}")
     if not isinstance(reply, str):
         return ParsedReply((), False, f"reply must be a string, got {type(reply).__name__}")
-    text = _normalise(reply)
-    content, token = _strict(text)
-    if token is None and mode == "flexible":
-        token = _last_number(text)
-    if token is not None:
-        return ParsedReply((token,), True)
-    if content is not None and content.strip():
-        return ParsedReply((content.strip(),), True)
+    lowered = _lowered(reply)
+    start = _after_think(reply, lowered)
+    marked = _marked(reply, lowered, start)
+    if marked is not None:
+        number, has_digit = _one_number(marked)
+        if number is not None:
+            return ParsedReply((number,), True)
+        if mode == "strict" or has_digit:
+            return ParsedReply((marked.strip(),), True)
+    number = _last_number(reply, start) if mode == "flexible" else None
+    if number is not None:
+        return ParsedReply((number,), True)
+    if marked is not None:
+        return ParsedReply((marked.strip(),), True)
     return ParsedReply((), False, _UNREADABLE[mode])

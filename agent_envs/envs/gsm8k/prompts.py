@@ -80,13 +80,14 @@ def instructions(
 ) -> str:
     """The system prompt of a GSM8K episode."""
     marked = (
-        "Graded: the number inside the last <answer>...</answer>; without that tag, the number"
-        " in the last \\boxed{}, else the number right after the last '####'."
+        "Graded: the last <answer>...</answer>; without that tag, the last \\boxed{}, else the"
+        " number right after the last '####'. It must hold exactly one number: two numbers, a"
+        " range or an expression (18 or 20, 18-20, 5-3) is not a number."
     )
     if answer_mode == "strict":
         graded = marked + " A reply with none of these has no readable answer."
     else:
-        graded = marked + " If none of these holds a number, the last number in your reply is."
+        graded = marked + " If none of these holds a digit, the last number in your reply is."
     if max_turns == 1:
         turns = "You have one turn: a correct answer earns 1, a wrong one 0."
     else:
@@ -100,11 +101,12 @@ def instructions(
             answer_format.describe("42") + " The final answer is a single number.",
             "If you write <think>...</think>, only the text after </think> is read.",
             graded,
-            "Signs, decimals and fractions count; '$', '%', thousands commas and units after"
-            " the number are ignored, so 1,000 and $1000.00 are the same answer.",
+            "Signs, decimals, fractions (3/4, 1 1/2) and scientific notation (1e6, 1.5x10^3)"
+            " count; '$', '%', thousands commas or spaces and units after the number are"
+            " ignored, so 1,000, 1 000 and $1000.00 are the same answer.",
             turns,
             f"A reply with no readable answer earns {format_penalty:+g}; an answer that is not a"
-            f" number earns {invalid_action_penalty:+g}.",
+            f" single number earns {invalid_action_penalty:+g}.",
         )
     )
 
@@ -129,5 +131,5 @@ def observation(
     return f"Question: {question}"
 
 
-NOT_A_NUMBER = "the final answer is not a number"
-"""Why a marked answer without a number is invalid (shown in the turn's feedback line)."""
+NOT_A_NUMBER = "the final answer is not a single number"
+"""Why a marked answer that is not exactly one number is invalid (the turn's feedback line)."""

@@ -80,7 +80,7 @@ def test_gsm8k_env__retry_preset_gives_feedback_and_the_question_again():
         ),
         (
             "<answer>seventy-two</answer>",
-            f"Invalid action: the final answer is not a number.\n{QUESTION}",
+            f"Invalid action: the final answer is not a single number.\n{QUESTION}",
             -0.1,
         ),
         ("Sorry! 48 + 24 = 72.\n#### 72", "Correct: 72 is the answer.", 1.0),
@@ -102,6 +102,19 @@ def test_gsm8k_env__single_turn_wrong_answer_terminates_and_reveals_the_gold():
     assert reward == 0.0 and terminated and not truncated and not info["success"]
     assert info["action_valid"] and info["answer"] == "1000"
     assert info["parsed_actions"] == ["1,000"] and info["truncation_reason"] is None
+
+
+@pytest.mark.parametrize("mode", ["strict", "flexible"])
+@pytest.mark.parametrize(
+    "reply", ["<answer>18 or 20</answer>", "<answer>18-20</answer>", "<answer>2+18</answer>"]
+)
+def test_gsm8k_env__a_hedge_earns_the_invalid_answer_penalty_never_the_reward(reply, mode):
+    env = GSM8KEnv(answer_mode=mode)
+    env.reset(seed=0, options={"item": {"question": "How many?", "answer": "#### 20"}})
+    observation, reward, terminated, _, info = env.step(reply)
+    assert reward == pytest.approx(-0.1) and terminated and not info["success"]
+    assert not info["action_valid"] and info["format_ok"] and info["answer"] is None
+    assert observation.startswith("Invalid action: the final answer is not a single number.")
 
 
 def test_gsm8k_env__single_turn_without_an_answer_still_terminates():
@@ -155,16 +168,19 @@ def test_gsm8k_env__instructions_golden():
         "Think as you like, then give your answer as <answer>42</answer>. The final answer is a"
         " single number.\n"
         "If you write <think>...</think>, only the text after </think> is read.\n"
-        "Graded: the number inside the last <answer>...</answer>; without that tag, the number in"
-        " the last \\boxed{}, else the number right after the last '####'. A reply with none of"
+        "Graded: the last <answer>...</answer>; without that tag, the last \\boxed{}, else the"
+        " number right after the last '####'. It must hold exactly one number: two numbers, a"
+        " range or an expression (18 or 20, 18-20, 5-3) is not a number. A reply with none of"
         " these has no readable answer.\n"
-        "Signs, decimals and fractions count; '$', '%', thousands commas and units after the"
-        " number are ignored, so 1,000 and $1000.00 are the same answer.\n"
+        "Signs, decimals, fractions (3/4, 1 1/2) and scientific notation (1e6, 1.5x10^3) count;"
+        " '$', '%', thousands commas or spaces and units after the number are ignored, so 1,000,"
+        " 1 000 and $1000.00 are the same answer.\n"
         "You have one turn: a correct answer earns 1, a wrong one 0.\n"
-        "A reply with no readable answer earns -0.1; an answer that is not a number earns -0.1."
+        "A reply with no readable answer earns -0.1; an answer that is not a single number earns"
+        " -0.1."
     )
     retry = GSM8KEnv(answer_mode="flexible", max_turns=5).instructions.splitlines()
-    assert retry[3].endswith("If none of these holds a number, the last number in your reply is.")
+    assert retry[3].endswith("If none of these holds a digit, the last number in your reply is.")
     assert retry[5] == (
         "You have 5 turns: a correct answer earns 1 and ends the episode; after a wrong answer"
         " (0) you are told it is wrong and may answer again."

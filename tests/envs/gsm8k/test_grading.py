@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from fractions import Fraction
 
 import pytest
@@ -57,9 +58,9 @@ REPLY_TABLE = [
     ("<answer>18 dollars per day</answer>", "18", "18"),
     ("<answer>25%</answer>", "25", "25"),
     ("<answer>\uff17\uff12</answer>", "72", "72"),
-    # more than a number inside the tag: its last number
+    # words around one number inside the tag
     ("<answer>The answer is 72.</answer>", "72", "72"),
-    ("<answer>48 + 24 = 72</answer>", "72", "72"),
+    ("<answer>48 + 24 = 72</answer>", NAN, NAN),  # one number, not a worked equation
     ("<answer>\\boxed{72}</answer>", "72", "72"),
     ("<answer>#### 72</answer>", "72", "72"),
     ("<answer>$\\$1{,}234$</answer>", "1234", "1234"),
@@ -73,7 +74,7 @@ REPLY_TABLE = [
     # #### without a tag: the number right after the last ####
     ("She makes 9 * 2 = $18 every day.\n#### 18", "18", "18"),
     ("#### 1,200", "1200", "1200"),
-    ("#### 72 (48 + 24)", "72", "72"),
+    ("#### 72 (48 + 24)", NAN, NAN),
     ("#### 70\nOops.\n#### 72", "72", "72"),
     # no marker: only flexible reads the last number
     ("72", None, "72"),
@@ -98,7 +99,7 @@ REPLY_TABLE = [
     # marked but not a number
     ("<answer>seventy-two</answer>", NAN, NAN),
     ("I computed 72.\n<answer>seventy-two</answer>", NAN, "72"),
-    ("#### seventy", NAN, NAN),
+    ("#### seventy", None, None),  # `####` marks an answer only when a number follows
     ("<answer>1/0</answer>", NAN, NAN),
     ("<answer>" + "9" * 100 + "</answer>", NAN, NAN),
     # broken or missing
@@ -202,3 +203,106 @@ def test_gsm8k_grading__find_numbers_skips_operators_and_reads_latex():
 def test_gsm8k_grading__huge_garbage_is_read_in_linear_time():
     for reply in ("\\boxed{" * 200_000, "{" * 500_000 + "\\boxed{1", "1" * 1_000_000):
         assert outcome(reply, "flexible") in (None, NAN, "1")
+
+
+# ----------------------------------------------------------------- the audit (issue 11)
+@pytest.mark.parametrize("mode", ["strict", "flexible"])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "<answer>18 or 20</answer>",
+        "<answer>18, 20</answer>",
+        "<answer>18-20</answer>",
+        "\\boxed{18 \\text{ or } 20}",
+        "#### 18 or 20",
+        "<answer>\\boxed{18} or \\boxed{20}</answer>",
+    ],
+)
+def test_gsm8k_grading__a_hedge_is_not_its_last_number(reply, mode):
+    assert outcome(reply, mode) == NAN
+
+
+@pytest.mark.parametrize(
+    ("answer", "reading"),
+    [
+        ("1e6", "1000000"),
+        ("1.5E-3", "0.0015"),
+        ("10^3", "1000"),
+        ("10^{3}", "1000"),
+        ("1.5 x 10^3", "1500"),
+        ("1.5\u00d710\u00b3", "1500"),
+        ("1 000", "1000"),
+        ("1\u2009000", "1000"),
+        ("1\u202f000\u202f000", "1000000"),
+        ("1\u00a0000", "1000"),
+        ("5-3", NAN),
+        ("2+3", NAN),
+        ("12:30", NAN),
+        ("2^3", NAN),
+    ],
+)
+def test_gsm8k_grading__audited_answers_denote_their_number(answer, reading):
+    for mode in ("strict", "flexible"):
+        assert outcome(f"<answer>{answer}</answer>", mode) == reading, mode
+
+
+def test_gsm8k_grading__flexible_never_falls_back_from_a_hedge_in_a_marker():
+    reply = "I think 20.\n<answer>18 or 20</answer>"
+    assert outcome(reply, "flexible") == NAN
+    # a marker without any digit still falls back to the last number
+    assert outcome("I think 20.\n<answer>twenty</answer>", "flexible") == "20"
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1e6", Fraction(10**6)),
+        ("10^-2", Fraction(1, 100)),
+        ("1 1/2", Fraction(3, 2)),
+        ("\\frac{3}{4}", Fraction(3, 4)),
+        ("-$3", Fraction(-3)),
+        ("1 3/2", None),  # not a proper fraction
+        ("1e101", None),  # exponent over MAX_EXPONENT
+        ("18 or 20", None),
+        ("5-3", None),
+        ("1,000 000", None),
+    ],
+)
+def test_gsm8k_grading__parse_number_reads_exactly_one_number(text, value):
+    assert parse_number(text) == value
+
+
+MB = 1_000_000
+STALL_SECONDS = 1.0  # a linear reader takes milliseconds; the old one took up to 5 s here
+
+
+def _fill(unit: str, head: str = "", tail: str = "") -> str:
+    body = MB - len(head) - len(tail)
+    return head + (unit * (body // len(unit) + 1))[:body] + tail
+
+
+@pytest.mark.parametrize(
+    ("reply", "strict", "flexible"),
+    [
+        (_fill("\ufdfa"), None, None),  # NFKC grows each character 18-fold
+        (_fill("1\u00bd"), None, "0.5"),
+        (_fill("<answer>", tail="</answer>"), NAN, NAN),
+        (_fill("<answer>", tail="72</answer>"), "72", "72"),
+        (_fill("\\boxed{", tail="72}"), "72", "72"),
+        (_fill("\\boxed{{", tail="}"), None, None),
+        (_fill("{"), None, None),
+        (_fill("####"), None, None),
+        (_fill("1 ", "<answer>", "</answer>"), NAN, NAN),
+        (_fill(" ", "<answer>", "72</answer>"), "72", "72"),
+        (_fill("1,"), None, "1"),
+        (_fill("a", tail="<answer>72</answer>"), "72", "72"),
+    ],
+)
+def test_gsm8k_grading__1mb_adversarial_replies_are_read_without_stalling(reply, strict, flexible):
+    assert len(reply) == MB
+    for mode, expected in (("strict", strict), ("flexible", flexible)):
+        start = time.perf_counter()
+        reading = outcome(reply, mode)
+        elapsed = time.perf_counter() - start
+        assert reading == expected, mode
+        assert elapsed < STALL_SECONDS, (mode, elapsed)
