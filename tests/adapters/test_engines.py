@@ -201,6 +201,8 @@ def test_engines__transformers_prefix_reuse_with_uneven_rows(tokenizer, tiny_mod
     for a, b in zip(cached, full, strict=True):
         assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
     assert len(engines[0]._store) == 3 and not engines[1]._store
+    engines[0].weights_updated()
+    assert not engines[0]._store
 
 
 def test_engines__transformers_prefix_cache_is_dropped_after_a_weight_update(tokenizer, tiny_model):
@@ -236,3 +238,23 @@ def test_engines__transformers_prefix_cache_options_are_validated(tokenizer, tin
         TransformersEngine(tiny_model, tokenizer, prefix_cache="yes")
     with pytest.raises(ValueError, match="prefix_cache_bytes"):
         TransformersEngine(tiny_model, tokenizer, prefix_cache_bytes=-1)
+
+
+def test_engines__transformers_prefix_cache_keeps_within_its_byte_bound(tokenizer, tiny_model):
+    requests = [
+        _request(tokenizer, max_new_tokens=3),
+        _request(tokenizer, "<|im_start|>user\nlonger prompt here<|im_end|>\n", max_new_tokens=3),
+    ]
+    unbounded = TransformersEngine(tiny_model, tokenizer, sampling=SamplingConfig(temperature=0))
+    unbounded.generate(requests)
+    sizes = [
+        sum(t.numel() * t.element_size() for pair in entry for t in pair)
+        for entry in unbounded._store.values()
+    ]
+    assert len(sizes) == 2 and unbounded._store_bytes == sum(sizes)
+    bounded = TransformersEngine(
+        tiny_model, tokenizer, sampling=SamplingConfig(temperature=0), prefix_cache_bytes=sizes[1]
+    )
+    bounded.generate(requests)
+    assert list(bounded._store) == list(unbounded._store)[1:]  # the call's first entry dropped
+    assert bounded._store_bytes == sizes[1]
