@@ -38,6 +38,7 @@ PARSE_LIMIT = 0.05
 
 # 2,000 columns of 1 MB each in one row; 64 rows of 50 such columns.
 _WIDE = "SELECT " + ", ".join(["hex(zeroblob(499999))"] * 2_000)
+_WIDE_900 = "SELECT " + ", ".join(["hex(zeroblob(499999))"] * 900)  # under the column limit
 _TALL = (
     "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 64) SELECT "
     + ", ".join(["hex(zeroblob(499999))"] * 50)
@@ -45,6 +46,10 @@ _TALL = (
 )
 _PRINTF = "SELECT printf('%.*c', 2000000000, 'x')"
 _LIKE = "SELECT printf('%.*c', 999999, 'a') LIKE '%' || printf('%.*c', 40000, 'a') || 'b'"
+_LIKE_4 = (  # four LIKEs under the pattern-length limit, in one expression
+    "WITH s(a, p) AS (SELECT printf('%.*c', 999999, 'a'), '%' || printf('%.*c', 990, 'a') || 'b')"
+    " SELECT a LIKE p OR a LIKE p OR a LIKE p OR a LIKE p FROM s"
+)
 _INSTR = (  # three calls in one expression: no instruction boundary between them
     "WITH s(a, b) AS (SELECT printf('%.*c', 999999, 'a'), printf('%.*c', 499999, 'a') || 'b') "
     "SELECT instr(a, b) + instr(a, b) + instr(a, b) FROM s"
@@ -61,11 +66,14 @@ class Attack:
 ATTACKS = (
     Attack("printf width 2e9", "execute", f"<answer>EXECUTE: {_PRINTF}</answer>"),
     Attack("LIKE 1M chars vs 40k pattern", "execute", f"<answer>EXECUTE: {_LIKE}</answer>"),
+    Attack("4 x LIKE 1M chars vs 990", "execute", f"<answer>EXECUTE: {_LIKE_4}</answer>"),
     Attack("3 x instr 1M x 500k chars", "execute", f"<answer>EXECUTE: {_INSTR}</answer>"),
     Attack("1 row x 2000 cols x 1 MB", "execute", f"<answer>EXECUTE: {_WIDE}</answer>"),
+    Attack("1 row x 900 cols x 1 MB", "execute", f"<answer>EXECUTE: {_WIDE_900}</answer>"),
     Attack("64 rows x 50 cols x 1 MB", "execute", f"<answer>EXECUTE: {_TALL}</answer>"),
     Attack("printf width 2e9 (graded)", "submit", f"<answer>SUBMIT: {_PRINTF}</answer>"),
     Attack("1 row x 2000 cols x 1 MB (graded)", "submit", f"<answer>SUBMIT: {_WIDE}</answer>"),
+    Attack("1 row x 900 cols x 1 MB (graded)", "submit", f"<answer>SUBMIT: {_WIDE_900}</answer>"),
     Attack("64 rows x 50 cols x 1 MB (graded)", "submit", f"<answer>SUBMIT: {_TALL}</answer>"),
     Attack("fence + 100k spaces", "parse", "<answer>```" + " " * 100_000 + "x</answer>"),
     Attack("fence + 1M spaces", "parse", "<answer>```" + " " * 1_000_000 + "x</answer>"),

@@ -1,5 +1,6 @@
 """BIRD text-to-SQL: `env.py` (Gymnasium shell), `data.py` (BIRD's files), `sandbox.py`
-(read-only, time-limited SQLite), `grading.py` (execution accuracy), `schema.py` and
+(the env's side of the read-only, killable SQL worker), `worker.py` (the worker process and
+its guards), `grading.py` (execution accuracy, as BIRD's evaluator), `schema.py` and
 `prompts.py` (text the model reads), `parsing.py` (the answer grammar), `builtin.py` and
 `builtin_questions.py` (generated offline databases), `types.py` (plain data)."""
 

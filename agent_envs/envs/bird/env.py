@@ -104,8 +104,9 @@ class BirdEnv(TextEnv):
     | rows   | 1000 read, ``display_rows`` shown   | ``max_rows`` (none, as BIRD)         |
     | memory | 8 MiB result (``MAX_RESULT_BYTES``) | 64 MiB gold set; rows streamed       |
 
-    Every query stops within 1.1 times its time limit, whatever it calls (the worker is
-    killed and restarted), and neither process grows by more than 256 MiB.
+    Every query stops within 1.1 times its time limit (plus the milliseconds a kill takes),
+    whatever it calls: past it the worker is killed, and the next query starts a fresh one.
+    No query grows the env's process or the worker's by more than 256 MiB.
 
     ## Observation
     First: ``Database: <db_id>``, the schema (each table's CREATE statement followed by one
@@ -130,11 +131,11 @@ class BirdEnv(TextEnv):
     :mod:`agent_envs.envs.bird.grading` for the deliberate differences): 1 when the set of
     result rows of the submitted query equals that of the gold query, with no row cap and
     ``submit_timeout`` seconds; errors, time-outs and memory-limit stops score 0. The k-th
-    submission, if correct, earns ``submit_discount ** (k - 1)``
-    (1 with the default discount 1; GRL's step-discounted ``1 / 2**(k-1)`` with 0.5); a wrong
-    one earns 0. An EXECUTE earns 0. An illegal EXECUTE or an empty SQL adds
-    ``invalid_action_penalty``; a turn whose answer cannot be read earns ``format_penalty``
-    (neither counts as a submission, as in GRL, where only readable SQL reaches the env).
+    submission, if correct, earns ``submit_discount ** (k - 1)`` (1 with the default discount
+    1; GRL's step-discounted ``1 / 2**(k-1)`` with 0.5); a wrong one earns 0. An EXECUTE earns
+    0. An illegal EXECUTE or an empty SQL adds ``invalid_action_penalty``; a turn whose answer
+    cannot be read earns ``format_penalty`` (neither counts as a submission, as in GRL, where
+    only readable SQL reaches the env).
 
     ## Episode end
     Terminated: a correct submission (``info["success"]``), ``max_submissions`` wrong ones,

@@ -23,9 +23,11 @@ Where this env differs, deliberately:
   scores the same every time (``ORDER BY RANDOM()`` returns the same set, so it scores as in
   BIRD); text that is not valid UTF-8 is read with replacement characters (BIRD's
   ``fetchall`` would raise and score 0).
-* Memory is bounded: the gold result may hold at most 64 MiB
-  (:data:`~agent_envs.envs.bird.worker.GOLD_MAX_BYTES`) and SQLite at most 64 MiB of heap; a
-  query past either scores 0 with the reason. No gold query of the Mini-Dev sample comes close.
+* Resources are bounded: the gold result may hold at most 64 MiB
+  (:data:`~agent_envs.envs.bird.worker.GOLD_MAX_BYTES`), SQLite at most 64 MiB of heap, one
+  value at most 1 MB, a ``LIKE`` pattern 1000 characters and a result 1000 columns
+  (BIRD runs with SQLite's defaults); a query past one of them scores 0 with the reason. No
+  gold query of the Mini-Dev sample comes close.
 """
 
 from __future__ import annotations

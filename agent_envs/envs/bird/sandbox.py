@@ -15,10 +15,14 @@ A query passes two layers:
    the env at most about 1.1 times its limit of wall time, whatever it calls, and the env's
    process grows by at most the result it is sent (``max_bytes``).
 
-One worker serves an env (a :class:`SandboxPool`, or a lone :class:`Sandbox`): it starts on
-the first query, keeps up to ``max_open`` databases open, and ends with ``close()``, when the
-pool is garbage-collected, or at exit. Pickled or deep-copied sandboxes start their own worker;
-a forked process does too (it never shares the parent's pipe).
+**One worker per thread.** The sandboxes used from one thread share one worker
+(:func:`thread_worker`): the envs of a synchronous vector env, which step one after another,
+use one process (and one kept gold set per question of a GRPO group) rather than one each;
+envs stepped from different threads never wait for each other. A worker starts on the first
+query, keeps up to :data:`SHARED_MAX_OPEN` databases open, and ends with its thread, at exit,
+or on :meth:`SqlWorker.close`. What a query returns does not depend on the worker that ran
+it (it keeps nothing between queries but open files and gold sets). A forked process starts
+its own worker and never touches its parent's.
 """
 
 from __future__ import annotations
@@ -45,9 +49,12 @@ __all__ = [
     "SandboxPool",
     "SqlWorker",
     "check_query",
+    "thread_worker",
 ]
 
 MAX_QUERY_CHARS = 50_000
+#: Databases a thread's shared worker keeps open at once.
+SHARED_MAX_OPEN = 16
 #: Seconds a worker may take to start (not counted in any query's time limit).
 START_TIMEOUT = 60.0
 ALLOWED_FIRST_WORDS = ("SELECT", "WITH", "VALUES")
@@ -56,6 +63,7 @@ _WORKER_FILE = Path(protocol.__file__)
 # quantifiers, so no catastrophic backtracking on hostile input).
 _LEADING = re.compile(r"(?:\s|--[^\n]*(?:\n|\Z)|/\*.*?(?:\*/|\Z)|\()*", re.DOTALL)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_THREAD = threading.local()
 
 
 def check_query(sql: str) -> str | None:
@@ -83,27 +91,17 @@ class _Stopped(Exception):
         self.timed_out = timed_out
 
 
-def _receive(process: subprocess.Popen, deadline: float) -> tuple:
-    """One message from the worker, waiting at most until ``deadline``."""
-    fd = process.stdout.fileno()
-    data = _read(fd, protocol.HEADER.size, deadline, process, at_most=1 << 20)
-    size = protocol.HEADER.unpack_from(data)[0]
-    body = data[protocol.HEADER.size :]
-    if len(body) < size:
-        body += _read(fd, size - len(body), deadline, process)
-    return protocol.marshal.loads(body)
-
-
-def _read(
-    fd: int, size: int, deadline: float, process: subprocess.Popen, at_most: int = 0
-) -> bytes:
-    """At least ``size`` bytes (and up to ``at_most`` if they are there already)."""
+def _read(fd: int, size: int, deadline: float, process: subprocess.Popen) -> bytes:
+    """At least ``size`` bytes (more if they are there already, up to 1 MiB per read),
+    waiting at most until ``deadline``."""
+    poller = select.poll()  # not select.select: fine with descriptors over 1023
+    poller.register(fd, select.POLLIN)
     chunks = []
     while size > 0:
         left = deadline - time.perf_counter()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
+        if left <= 0 or not poller.poll(left * 1e3):
             raise _Stopped("no answer in time", timed_out=True)
-        chunk = os.read(fd, max(at_most, min(size, 1 << 20)))
+        chunk = os.read(fd, 1 << 20)
         if not chunk:
             try:
                 code = process.wait(timeout=10)
@@ -115,8 +113,23 @@ def _read(
     return b"".join(chunks)
 
 
-def _stop(process: subprocess.Popen) -> None:
-    """Kill a worker and reap it (safe to call twice)."""
+def _receive(process: subprocess.Popen, deadline: float) -> tuple:
+    """One message from the worker (it sends one per request, so a read never reaches into
+    the next)."""
+    fd = process.stdout.fileno()
+    data = _read(fd, protocol.HEADER.size, deadline, process)
+    size = protocol.HEADER.unpack_from(data)[0]
+    body = data[protocol.HEADER.size :]
+    if len(body) < size:
+        body += _read(fd, size - len(body), deadline, process)
+    return protocol.marshal.loads(body)
+
+
+def _stop(process: subprocess.Popen, owner: int) -> None:
+    """Kill a worker and reap it (safe to call twice); nothing in a forked copy of ``owner``,
+    whose worker it is not."""
+    if os.getpid() != owner:
+        return
     if process.poll() is None:
         with contextlib.suppress(OSError):
             process.kill()
@@ -134,23 +147,26 @@ class SqlWorker:
         max_open: databases the worker keeps open at once (least recently used closed first).
     """
 
-    def __init__(self, *, max_open: int = 8) -> None:
+    def __init__(self, *, max_open: int = SHARED_MAX_OPEN) -> None:
         self.max_open = max_open
         self._process: subprocess.Popen | None = None
         self._owner = os.getpid()
         self._lock = threading.Lock()
         self._finalizer: weakref.finalize | None = None
-        self.starts = 0  # workers started so far (a fresh one after each kill)
+        self.starts = 0  # worker processes started so far (a fresh one after each kill)
 
     @property
     def pid(self) -> int | None:
         """The worker's process id, or ``None`` before the first query and after a kill."""
-        return self._process.pid if self._process is not None else None
+        if self._process is None or self._owner != os.getpid():
+            return None
+        return self._process.pid
 
     def call(self, request: tuple, limit: float) -> tuple:
         """Send one request; the reply without its ``recycle`` flag. A worker that does not
         answer within ``KILL_FACTOR * limit`` seconds is killed and the reply is a time-limit
-        error; one that dies is reported as an error too. Never raises for a query."""
+        error; one that dies is reported as an error too. Raises only when no worker can be
+        started (``RuntimeError``)."""
         with self._lock:
             process = self._ensure_started()
             deadline = time.perf_counter() + protocol.KILL_FACTOR * limit
@@ -162,9 +178,9 @@ class SqlWorker:
                 if stopped.timed_out:
                     return ("error", f"stopped at the {limit:g} s time limit", True)
                 return ("error", str(stopped), False)
-            except OSError as error:  # a broken pipe: the worker died between requests
+            except (OSError, ValueError, EOFError) as error:  # a broken pipe, a garbled reply
                 self._discard()
-                return ("error", f"the SQL worker stopped ({error.strerror or error})", False)
+                return ("error", f"the SQL worker stopped ({error})", False)
             if reply[0]:  # the worker exits after this answer (it ran out of memory)
                 self._discard()
             return tuple(reply[1:])
@@ -182,7 +198,7 @@ class SqlWorker:
         if not sys.executable:
             raise RuntimeError("the BIRD SQL worker needs sys.executable to start a process")
         process = subprocess.Popen(
-            [sys.executable, "-I", str(_WORKER_FILE), str(self.max_open)],
+            [sys.executable, "-I", "-S", str(_WORKER_FILE), str(self.max_open)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -193,13 +209,14 @@ class SqlWorker:
             reply = _receive(process, time.perf_counter() + START_TIMEOUT)
         except (_Stopped, OSError, ValueError, EOFError) as error:
             output = process.stderr.read() if process.poll() is not None else b""
-            _stop(process)
+            _stop(process, os.getpid())
             detail = " ".join(output.decode(errors="replace").strip().splitlines()[-1:])
             raise RuntimeError(f"the BIRD SQL worker did not start ({error}) {detail}") from None
         if reply[1] != "ready":
-            _stop(process)
+            _stop(process, os.getpid())
             raise RuntimeError(f"the BIRD SQL worker answered {reply!r} on start")
-        self._finalizer = weakref.finalize(self, _stop, process)
+        process.stderr.close()  # only start-up errors are read from it
+        self._finalizer = weakref.finalize(self, _stop, process, os.getpid())
         self.starts += 1
         return process
 
@@ -209,7 +226,7 @@ class SqlWorker:
         self._process, self._finalizer = None, None
 
     def close(self) -> None:
-        """Stop the worker (a later query starts a new one)."""
+        """Stop the worker process (a later query starts a new one)."""
         with self._lock:
             if self._owner == os.getpid():
                 self._discard()
@@ -225,6 +242,15 @@ class SqlWorker:
         return SqlWorker(max_open=self.max_open)
 
 
+def thread_worker() -> SqlWorker:
+    """The worker shared by every sandbox used from the calling thread (made on first use;
+    its process starts with the first query and is stopped when the thread ends)."""
+    worker = getattr(_THREAD, "worker", None)
+    if worker is None:
+        worker = _THREAD.worker = SqlWorker()
+    return worker
+
+
 class Sandbox:
     """One database, queried through a worker. See the module docstring for the guards.
 
@@ -234,7 +260,7 @@ class Sandbox:
         max_rows: default row cap of a result.
         max_bytes: cap on a result's size in memory
             (:func:`~agent_envs.envs.bird.worker.row_cost` summed over its rows).
-        worker: the worker to use (a pool's); default: a worker of its own.
+        worker: a worker of its own; default: the calling thread's (:func:`thread_worker`).
     """
 
     def __init__(
@@ -250,7 +276,12 @@ class Sandbox:
         self.timeout = timeout
         self.max_rows = max_rows
         self.max_bytes = max_bytes
-        self.worker = SqlWorker() if worker is None else worker
+        self._worker = worker
+
+    @property
+    def worker(self) -> SqlWorker:
+        """The worker that runs this sandbox's next query."""
+        return self._worker if self._worker is not None else thread_worker()
 
     def run(
         self,
@@ -307,25 +338,38 @@ class Sandbox:
         return Grade(bool(reply[1]))
 
     def close(self) -> None:
-        self.worker.close()
+        """Stop the sandbox's own worker, if it has one (a thread's shared worker runs on)."""
+        if self._worker is not None:
+            self._worker.close()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Sandbox:
+        worker = None if self._worker is None else SqlWorker(max_open=self._worker.max_open)
         return Sandbox(
-            self.path, timeout=self.timeout, max_rows=self.max_rows, max_bytes=self.max_bytes
+            self.path,
+            timeout=self.timeout,
+            max_rows=self.max_rows,
+            max_bytes=self.max_bytes,
+            worker=worker,
         )
 
 
 class SandboxPool:
-    """Sandboxes by database path, all served by one worker (it keeps at most ``max_open``
-    databases open, least recently used closed first)."""
+    """One :class:`Sandbox` per database path, with the same limits; their queries run on
+    ``worker`` if given, else on the calling thread's shared worker."""
 
-    def __init__(self, *, timeout: float, max_rows: int, max_bytes: int, max_open: int = 8) -> None:
+    def __init__(
+        self, *, timeout: float, max_rows: int, max_bytes: int, worker: SqlWorker | None = None
+    ) -> None:
         self.timeout = timeout
         self.max_rows = max_rows
         self.max_bytes = max_bytes
-        self.max_open = max_open
-        self.worker = SqlWorker(max_open=max_open)
+        self._worker = worker
         self._sandboxes: dict[Path, Sandbox] = {}
+
+    @property
+    def worker(self) -> SqlWorker:
+        """The worker that runs the pool's next query."""
+        return self._worker if self._worker is not None else thread_worker()
 
     def get(self, path: Path) -> Sandbox:
         sandbox = self._sandboxes.get(path)
@@ -335,20 +379,22 @@ class SandboxPool:
                 timeout=self.timeout,
                 max_rows=self.max_rows,
                 max_bytes=self.max_bytes,
-                worker=self.worker,
+                worker=self._worker,
             )
             self._sandboxes[path] = sandbox
         return sandbox
 
     def close(self) -> None:
-        self.worker.close()
+        """Stop the pool's own worker, if it has one (a thread's shared worker runs on)."""
+        if self._worker is not None:
+            self._worker.close()
 
     def __getstate__(self) -> dict[str, Any]:
         return {
             "timeout": self.timeout,
             "max_rows": self.max_rows,
             "max_bytes": self.max_bytes,
-            "max_open": self.max_open,
+            "worker": None if self._worker is None else SqlWorker(max_open=self._worker.max_open),
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:

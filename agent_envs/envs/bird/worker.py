@@ -5,7 +5,7 @@ call (``printf('%.*c', 2e9, 'x')``, a ``LIKE`` or ``instr`` over megabyte string
 as it likes inside one instruction; and a query may ask for gigabytes of values. In a process
 of its own such a query can be killed at a hard deadline and can exhaust only its own, limited
 memory. :class:`~agent_envs.envs.bird.sandbox.SqlWorker` starts this file as
-``python -I worker.py MAX_OPEN`` (the standard library only: no ``agent_envs`` import, and no
+``python -I -S worker.py MAX_OPEN`` (the standard library only: no ``agent_envs`` import, and no
 re-import of the caller's ``__main__`` as ``multiprocessing``'s spawn would do) and talks to it
 over its stdin and stdout: each message is an 8-byte little-endian length and a ``marshal``
 payload of plain values (``marshal`` builds data, never runs code).
@@ -384,9 +384,9 @@ class Worker:
 
 
 def _uri_path(path: str) -> str:
-    from urllib.parse import quote
-
-    return quote(os.path.abspath(path))
+    """An absolute path as a SQLite URI path (``%``, ``?`` and ``#`` escaped)."""
+    path = os.path.abspath(path)
+    return path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
 
 
 def _limit_cpu(limit: float) -> None:

@@ -14,9 +14,16 @@ from pathlib import Path
 
 import pytest
 
+from agent_envs.envs.bird import sandbox as sandbox_module
 from agent_envs.envs.bird import worker as worker_module
 from agent_envs.envs.bird.grading import rows_match
-from agent_envs.envs.bird.sandbox import Sandbox, SandboxPool, check_query
+from agent_envs.envs.bird.sandbox import (
+    Sandbox,
+    SandboxPool,
+    SqlWorker,
+    check_query,
+    thread_worker,
+)
 from agent_envs.envs.bird.worker import Worker
 
 LIMIT = 1.0  # seconds per query in these tests; a stop must come within 1.2x
@@ -339,33 +346,61 @@ def test_sandbox__invalid_utf8_text_is_read_with_replacement_characters(tmp_path
     assert sandbox.run("SELECT 'ok'").rows == [("ok",)]  # strict decoding again afterwards
 
 
-def test_sandbox__pickle_and_deepcopy_start_their_own_worker(football):
-    sandbox = _sandbox(football)
-    assert sandbox.run("SELECT 1").rows == [(1,)]
-    assert sandbox.worker.pid is not None
-    for clone in (pickle.loads(pickle.dumps(sandbox)), copy.deepcopy(sandbox)):
-        assert clone.worker.pid is None and clone.path == sandbox.path
+def test_sandbox__pickle_and_deepcopy_keep_the_kind_of_worker(football):
+    shared = _sandbox(football)
+    assert shared.run("SELECT 1").rows == [(1,)]
+    own = _sandbox(football, worker=SqlWorker())
+    assert own.run("SELECT 1").rows == [(1,)]
+    assert own.worker is not shared.worker and own.worker.pid != shared.worker.pid
+    for clone in (pickle.loads(pickle.dumps(shared)), copy.deepcopy(shared)):
+        assert clone.worker is thread_worker() and clone.path == shared.path
         assert clone.run("SELECT COUNT(*) FROM teams").rows == [(16,)]
-        assert clone.worker.pid not in (None, sandbox.worker.pid)
+    for clone in (pickle.loads(pickle.dumps(own)), copy.deepcopy(own)):
+        assert clone.worker is not own.worker and clone.worker.pid is None
+        assert clone.run("SELECT COUNT(*) FROM teams").rows == [(16,)]
+        assert clone.worker.pid not in (None, own.worker.pid)
         clone.close()
-    pool = SandboxPool(timeout=LIMIT, max_rows=10, max_bytes=10**6)
+        assert clone.worker.pid is None
+    own.close()
+    pool = SandboxPool(timeout=LIMIT, max_rows=10, max_bytes=10**6, worker=SqlWorker())
     pool.get(football).run("SELECT 1")
     for clone in (pickle.loads(pickle.dumps(pool)), copy.deepcopy(pool)):
-        assert clone.worker.pid is None and clone.get(football).run("SELECT 2").rows == [(2,)]
+        assert clone.worker is not pool.worker and clone.worker.pid is None
+        assert clone.get(football).run("SELECT 2").rows == [(2,)]
         clone.close()
+    pool.close()
 
 
-def test_sandbox__pool_shares_one_worker_and_close_stops_it(builtin_root):
-    pool = SandboxPool(timeout=LIMIT, max_rows=10, max_bytes=10**6, max_open=2)
+def test_sandbox__one_shared_worker_per_thread(builtin_root):
+    pool = SandboxPool(timeout=LIMIT, max_rows=10, max_bytes=10**6)
     paths = [builtin_root / name / f"{name}.sqlite" for name in ("bookshop", "clinic", "football")]
     for path in paths:
         assert pool.get(path).run("SELECT COUNT(*) > 0 FROM sqlite_master").rows == [(1,)]
-    assert {pool.get(path).worker.pid for path in paths} == {pool.worker.pid}
-    pid = pool.worker.pid
-    pool.close()
-    assert pool.worker.pid is None
-    with pytest.raises(ProcessLookupError):
+    assert {pool.get(path).worker.pid for path in paths} == {thread_worker().pid}
+    other = {}
+
+    def in_a_thread() -> None:
+        other["rows"] = pool.get(paths[0]).run("SELECT 5").rows
+        other["pid"] = thread_worker().pid
+
+    thread = threading.Thread(target=in_a_thread)
+    thread.start()
+    thread.join()
+    assert other["rows"] == [(5,)] and other["pid"] not in (None, thread_worker().pid)
+    deadline = time.perf_counter() + 10  # the thread is over: its worker is stopped
+    while _alive(other["pid"]) and time.perf_counter() < deadline:
+        time.sleep(0.01)
+    assert not _alive(other["pid"])
+    pool.close()  # the shared worker runs on
+    assert pool.get(paths[0]).run("SELECT 6").rows == [(6,)]
+
+
+def _alive(pid: int) -> bool:
+    try:
         os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def test_sandbox__worker_keeps_at_most_max_open_connections(builtin_root):
@@ -390,6 +425,28 @@ def test_sandbox__a_dead_worker_is_an_error_then_replaced(football):
     result = sandbox.run("SELECT 2")
     assert result.rows == [(2,)] or "the SQL worker stopped" in result.error
     assert sandbox.run("SELECT 3").rows == [(3,)]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_sandbox__a_forked_copy_starts_its_own_worker_and_never_stops_the_parents(football):
+    sandbox = _sandbox(football)
+    sandbox.run("SELECT 1")
+    parent_worker = sandbox.worker.pid
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child
+        try:
+            result = sandbox.run("SELECT 2")
+            os.write(write_end, f"{result.rows} {sandbox.worker.pid}".encode())
+            sandbox.close()
+        finally:
+            os._exit(0)
+    os.waitpid(child, 0)
+    rows, child_worker = os.read(read_end, 1000).decode().rsplit(" ", 1)
+    assert rows == "[(2,)]" and int(child_worker) not in (parent_worker, child)
+    # What the parent's finalizer does at a child's exit: nothing, the worker is not its own.
+    sandbox_module._stop(sandbox.worker._process, owner=os.getpid() + 1)
+    assert sandbox.run("SELECT 3").rows == [(3,)] and sandbox.worker.pid == parent_worker
 
 
 def test_sandbox__worker_grading_equals_row_set_equality():
