@@ -151,7 +151,7 @@ class SqlWorker:
         self.max_open = max_open
         self._process: subprocess.Popen | None = None
         self._owner = os.getpid()
-        self._lock = threading.Lock()
+        self.lock = threading.RLock()  # one caller at a time (held across related calls)
         self._finalizer: weakref.finalize | None = None
         self.starts = 0  # worker processes started so far (a fresh one after each kill)
 
@@ -167,7 +167,7 @@ class SqlWorker:
         answer within ``KILL_FACTOR * limit`` seconds is killed and the reply is a time-limit
         error; one that dies is reported as an error too. Raises only when no worker can be
         started (``RuntimeError``)."""
-        with self._lock:
+        with self.lock:
             process = self._ensure_started()
             deadline = time.perf_counter() + protocol.KILL_FACTOR * limit
             try:
@@ -227,7 +227,7 @@ class SqlWorker:
 
     def close(self) -> None:
         """Stop the worker process (a later query starts a new one)."""
-        with self._lock:
+        with self.lock:
             if self._owner == os.getpid():
                 self._discard()
             self._process, self._finalizer = None, None
@@ -327,12 +327,14 @@ class Sandbox:
         refusal = check_query(sql) if isinstance(sql, str) else "the query must be text"
         if refusal is not None:
             return Grade(False, refusal)
-        request = ("gold", str(self.path), gold_sql, float(gold_timeout))
-        gold = self.worker.call(request, gold_timeout)
-        if gold[0] == "error":
-            return Grade(False, f"the reference query could not be graded: {gold[1]}")
-        request = ("grade", str(self.path), sql, gold_sql, float(timeout), max_rows)
-        reply = self.worker.call(request, timeout)
+        worker = self.worker
+        with worker.lock:  # the gold set the worker keeps is the one "grade" reads
+            request = ("gold", str(self.path), gold_sql, float(gold_timeout))
+            gold = worker.call(request, gold_timeout)
+            if gold[0] == "error":
+                return Grade(False, f"the reference query could not be graded: {gold[1]}")
+            request = ("grade", str(self.path), sql, gold_sql, float(timeout), max_rows)
+            reply = worker.call(request, timeout)
         if reply[0] == "error":
             return Grade(False, reply[1])
         return Grade(bool(reply[1]))

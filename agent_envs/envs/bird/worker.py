@@ -5,10 +5,11 @@ call (``printf('%.*c', 2e9, 'x')``, a ``LIKE`` or ``instr`` over megabyte string
 as it likes inside one instruction; and a query may ask for gigabytes of values. In a process
 of its own such a query can be killed at a hard deadline and can exhaust only its own, limited
 memory. :class:`~agent_envs.envs.bird.sandbox.SqlWorker` starts this file as
-``python -I -S worker.py MAX_OPEN`` (the standard library only: no ``agent_envs`` import, and no
-re-import of the caller's ``__main__`` as ``multiprocessing``'s spawn would do) and talks to it
-over its stdin and stdout: each message is an 8-byte little-endian length and a ``marshal``
-payload of plain values (``marshal`` builds data, never runs code).
+``python -I -S worker.py MAX_OPEN`` (the standard library only: no ``agent_envs`` import, and
+no re-import of the caller's ``__main__`` as ``multiprocessing``'s spawn would do) and talks
+to it over its stdin and stdout (POSIX: Linux, macOS): each message is an 8-byte
+little-endian length and a ``marshal`` payload of plain values (``marshal`` builds data, never
+runs code).
 
 Guards inside the worker, on top of the caller's statement check:
 
@@ -25,10 +26,11 @@ Guards inside the worker, on top of the caller's statement check:
    :data:`KILL_FACTOR` times the limit when one instruction runs longer.
 5. **Memory**: results are read one row at a time against a byte budget (see
    :func:`row_cost`); the address space is capped at the start-up size plus
-   :data:`ADDRESS_SPACE_GROWTH` (``RLIMIT_AS``), files written (SQLite's temporary files) at
-   :data:`MAX_TEMP_FILE_BYTES`, and CPU time at each query's limit plus
-   :data:`CPU_GRACE` seconds, so a worker whose caller died cannot run on. After running out
-   of memory the worker answers and exits; the caller starts a fresh one.
+   :data:`ADDRESS_SPACE_GROWTH` (``RLIMIT_AS``, on Linux, where ``/proc`` gives the size),
+   files written (SQLite's temporary files) at :data:`MAX_TEMP_FILE_BYTES`, and CPU time at
+   each query's limit plus :data:`CPU_GRACE` seconds, so a worker whose caller died cannot
+   run on. After running out of memory the worker answers and exits; the caller starts a
+   fresh one.
 6. **Replay**: ``random()`` and ``randomblob(N)`` are replaced by generators seeded afresh for
    every query, so a query returns the same rows every time it runs.
 
@@ -394,26 +396,32 @@ def _limit_cpu(limit: float) -> None:
     it): a worker whose caller is gone cannot run on."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     used = usage.ru_utime + usage.ru_stime
-    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    soft = math.ceil(used + limit + CPU_GRACE)
+    _set_soft_limit(resource.RLIMIT_CPU, math.ceil(used + limit + CPU_GRACE))
+
+
+def _address_space() -> int | None:
+    """The process's virtual size in bytes (Linux ``/proc``), or ``None`` where unknown."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return None
+
+
+def _set_soft_limit(name: int, value: int) -> None:
+    _, hard = resource.getrlimit(name)
     if hard != resource.RLIM_INFINITY:
-        soft = min(soft, hard)
-    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+        value = min(value, hard)
+    resource.setrlimit(name, (value, hard))
 
 
 def _limit_process() -> None:
-    """Address space: the size now plus ADDRESS_SPACE_GROWTH; files: MAX_TEMP_FILE_BYTES;
-    SQLite's heap: HEAP_LIMIT (a process-wide setting)."""
-    with open("/proc/self/statm") as statm:
-        size = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    for name, value in (
-        (resource.RLIMIT_AS, size + ADDRESS_SPACE_GROWTH),
-        (resource.RLIMIT_FSIZE, MAX_TEMP_FILE_BYTES),
-    ):
-        _, hard = resource.getrlimit(name)
-        if hard != resource.RLIM_INFINITY:
-            value = min(value, hard)
-        resource.setrlimit(name, (value, hard))
+    """Address space: the size now plus ADDRESS_SPACE_GROWTH (where the size is known: Linux);
+    files: MAX_TEMP_FILE_BYTES; SQLite's heap: HEAP_LIMIT (a process-wide setting)."""
+    size = _address_space()
+    if size is not None:
+        _set_soft_limit(resource.RLIMIT_AS, size + ADDRESS_SPACE_GROWTH)
+    _set_soft_limit(resource.RLIMIT_FSIZE, MAX_TEMP_FILE_BYTES)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a too-large file is an error, not a kill
     memory = sqlite3.connect(":memory:")
     memory.execute(f"PRAGMA hard_heap_limit = {HEAP_LIMIT}")
