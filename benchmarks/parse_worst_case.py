@@ -8,7 +8,7 @@ reports every id's worst family and every family's worst id. The target is a wor
 under 50 ms: reading a reply must be linear in its length (a quadratic regex takes seconds
 to hours on these). Each (id, family) first steps once at ``guard_size`` characters; one
 that would take over ``guard_s`` at full size, scaled linearly, is listed as too slow
-instead of being run. The worst family of each id is also timed at 1/4, 1/2 and all of
+instead of being run. The worst family of each id is also timed at 1/4, 1/2, 1 and 2 times
 ``size``, side by side, so the growth can be read off the ratios (``--no-scale`` skips it).
 
 Results print as Markdown and go to ``benchmarks/results/parse_worst_case.md``.
@@ -182,7 +182,7 @@ class Args:
     ids: str = ""
     """comma-separated ids (default: every grl/* id)"""
     scale: bool = True
-    """also time each id's worst family at 1/4, 1/2 and 1 of size"""
+    """also time each id's worst family at 1/4, 1/2, 1 and 2 times size"""
     guard_size: int = 20_000
     """each (id, family) first steps once at this size; if that time, scaled linearly to
     the full reply, exceeds guard_s, the full size is skipped (a quadratic parser would take
@@ -225,15 +225,19 @@ def measure(args: Args) -> Table:
     return table
 
 
+def scale_sizes(args: Args) -> tuple[int, ...]:
+    return (args.size // 4, args.size // 2, args.size, 2 * args.size)
+
+
 def scale_rows(args: Args, table: Table) -> list[tuple[str, str, list[float]]]:
-    """(id, family, [seconds at size/4, size/2, size]) for each id's worst family."""
+    """(id, family, seconds at each of :func:`scale_sizes`) for each id's worst family."""
     import gymnasium as gym
 
     rows = []
     for env_id, row in table.seconds.items():
         family = max(row, key=row.get)
         env = gym.make(env_id).unwrapped
-        texts = [FAMILIES[family](size) for size in (args.size // 4, args.size // 2, args.size)]
+        texts = [FAMILIES[family](size) for size in scale_sizes(args)]
         seconds = [float("inf")] * len(texts)
         for _ in range(args.repeats):  # the sizes interleaved, so drift hits them alike
             for index, text in enumerate(texts):
@@ -254,7 +258,9 @@ def report(args: Args, table: Table, scaled: Sequence) -> str:
         "## Worst-case reply parsing (every registered id)",
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python "
-        f"{platform.python_version()}. Reproduce: `python -m benchmarks.parse_worst_case`.",
+        f"{platform.python_version()}, load average {os.getloadavg()[0]:.1f} at the end (a "
+        "shared host: compare figures within one run). Reproduce: "
+        "`python -m benchmarks.parse_worst_case`.",
         f"One `env.step(reply)` per (id, family) on a freshly reset env, best of "
         f"{args.repeats}; each reply is about {args.size:,} characters "
         f"({len(FAMILIES)} families, defined in `benchmarks/parse_worst_case.py`; "
@@ -293,19 +299,22 @@ def report(args: Args, table: Table, scaled: Sequence) -> str:
             env_id = max(timed, key=lambda name: seconds[name][family])
             lines.append(f"| {family} | `{env_id}` | {seconds[env_id][family] * 1e3:.1f} |")
     if scaled:
-        quarter, half, full = args.size // 4, args.size // 2, args.size
+        sizes = scale_sizes(args)
         lines += [
             "",
-            "Growth of each id's worst family (linear: the 1/2 → 1 ratio is about 2; "
-            "quadratic: about 4):",
+            "Growth of each id's worst family, sizes interleaved, best of "
+            f"{args.repeats} (doubling the reply: linear about 2x the time, quadratic 4x; "
+            "the step from cache-sized to memory-sized replies adds some on the way):",
             "",
-            f"| id | family | {quarter:,} ms | {half:,} ms | {full:,} ms | ratio {half:,} → "
-            f"{full:,} |",
-            "|---|---|---:|---:|---:|---:|",
+            "| id | family | "
+            + " | ".join(f"{size:,} ms" for size in sizes)
+            + f" | x {sizes[1]:,} → {sizes[2]:,} | x {sizes[2]:,} → {sizes[3]:,} |",
+            "|---|---|" + "---:|" * (len(sizes) + 2),
         ]
         for env_id, family, values in scaled:
             cells = " | ".join(f"{value * 1e3:.1f}" for value in values)
-            lines.append(f"| `{env_id}` | {family} | {cells} | {values[2] / values[1]:.2f} |")
+            ratios = f"{values[2] / values[1]:.2f} | {values[3] / values[2]:.2f}"
+            lines.append(f"| `{env_id}` | {family} | {cells} | {ratios} |")
     return "\n".join(lines) + "\n"
 
 
