@@ -64,9 +64,9 @@ class GSM8KEnv(TextEnv):
     Terminated: a correct answer, or the last of ``max_turns`` turns played (the last reply is
     final, whether or not it holds a gradable answer). With ``max_turns=1`` every reply ends
     the episode; with more, a wrong or unreadable answer earns feedback and another turn. The
-    env itself never truncates (``info["truncation_reason"]`` stays ``None``); the
-    ``TimeLimit`` that ``gymnasium.make`` adds (``max_episode_steps == max_turns``) also marks
-    the last turn truncated.
+    env itself never truncates (``info["truncation_reason"]`` stays ``None``, ``truncated``
+    stays ``False``: the ids are registered without ``max_episode_steps``, so ``gymnasium.make``
+    adds no ``TimeLimit``).
 
     ## Information
     The common keys of :data:`agent_envs.core.env.COMMON_INFO_KEYS` (``parsed_actions`` holds
