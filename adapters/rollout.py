@@ -27,6 +27,10 @@ latest user message) are detected by :class:`ChatDelta` when it is built, and re
 ``max_new_tokens`` and the room left, and an episode whose next observation would leave no
 room for one more token ends truncated with ``truncation_reason="context"``.
 
+**Dead workers.** When a vector env's worker dies (see `agent_envs.vector`), the episodes it
+ran end truncated with ``truncation_reason="worker_died"`` at the turn whose reply was lost
+(that reply is not recorded); the other episodes carry on.
+
 **Ranks in lockstep.** When the engine's ``generate`` is a collective across training ranks
 (TRL's vLLM server mode), wrap it in :class:`~adapters.engines.lockstep.LockstepEngine`: every
 rank then makes the same calls with equally many requests, and :meth:`RolloutCollector.collect`
@@ -46,6 +50,9 @@ from adapters.engines.base import Engine, Generation, GenerationRequest
 from agent_envs.core.records import Step, Trajectory
 
 __all__ = ["ChatDelta", "RolloutCollector", "collect_episodes"]
+
+#: The vector env's truncation reason for the episodes of a worker that died.
+WORKER_DIED = "worker_died"
 
 _PROBE_USER = "probe-user-message"
 _PROBE_REPLY = "probe-assistant-reply"
@@ -302,6 +309,10 @@ class RolloutCollector:
         observations, rewards, terminations, truncations, infos = vec.step(actions, mask)
         for index, generation in answered.items():
             info = _info_at(infos, index)
+            if info.get("truncation_reason") == WORKER_DIED:
+                # the env's worker died: the reply's outcome is lost, the episode ends here
+                self._end(episodes[index], truncation_reason=WORKER_DIED)
+                continue
             self._record(
                 episodes[index],
                 generation,

@@ -11,24 +11,35 @@ from gymnasium.vector import AutoresetMode
 from agent_envs.vector.batch import batch_infos
 from agent_envs.vector.seeding import SeedStream
 from agent_envs.vector.vector_env import TextVectorEnv, WorkerDiedError
+from agent_envs.vector.workers import WorkerPool, register_backend
 
 __all__ = [
     "AutoresetMode",
     "SeedStream",
     "TextVectorEnv",
     "WorkerDiedError",
+    "WorkerPool",
     "batch_infos",
+    "register_backend",
     "vector_entry_point",
 ]
 
-_VECTOR_KWARGS = ("group_size", "autoreset_mode", "mode", "num_workers", "context")
+_VECTOR_KWARGS = (
+    "group_size",
+    "autoreset_mode",
+    "mode",
+    "num_workers",
+    "context",
+    "respawn_workers",
+)
 
 
 def vector_entry_point(env_cls: Callable[..., Any]) -> Callable[..., TextVectorEnv]:
     """Build the ``vector_entry_point`` that ``gymnasium.make_vec`` calls for a text env.
 
     The returned creator takes ``num_envs``, the vector options (``group_size``,
-    ``autoreset_mode``, ``mode``, ``num_workers``, ``context``) and the env's own keyword
+    ``autoreset_mode``, ``mode``, ``num_workers``, ``context``, ``respawn_workers``) and the
+    env's own keyword
     arguments, ``max_turns`` (the turn budget) among them. ``max_episode_steps=k`` is read as
     ``max_turns=k`` when ``max_turns`` is not given; a registered id always gives its preset's
     ``max_turns``, so there ``max_episode_steps`` must agree with it (a ``ValueError`` names

@@ -24,17 +24,22 @@ class SeedStream:
     entropy: int
     key: tuple[int, ...] = ()
     count: int = 0
-    _block: list[int] = field(default_factory=list, repr=False, compare=False)
+    # the current block as a uint64 array (2 KiB; a list of Python ints would take 11 KiB)
+    _block: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def next(self) -> int:
         offset = self.count % _BLOCK
-        if offset == 0 or not self._block:
+        if offset == 0 or self._block is None:
             sequence = np.random.SeedSequence(
                 self.entropy, spawn_key=(*self.key, self.count // _BLOCK)
             )
-            self._block = (sequence.generate_state(_BLOCK, np.uint64) >> np.uint64(1)).tolist()
+            self._block = sequence.generate_state(_BLOCK, np.uint64) >> np.uint64(1)
         self.count += 1
-        return self._block[offset]
+        return int(self._block[offset])
+
+    def copy(self) -> SeedStream:
+        """A stream at the same position (the block is made again on the next draw)."""
+        return SeedStream(self.entropy, self.key, self.count)
 
 
 def group_streams(entropy: int, num_envs: int, group_size: int) -> list[SeedStream]:

@@ -10,36 +10,51 @@ What it adds to Gymnasium's vector envs, for multi-turn LLM training:
   ``infos["final_obs"]`` / ``infos["final_info"]``) and ``DISABLED`` (reset chosen envs with
   ``reset(options={"reset_mask": mask})``). Autoreset seeds are the next seeds of each env's
   stream, so a run is reproducible from its ``reset`` seed.
-- ``mode="sync"`` (in process) or ``"async"`` (worker processes, each running a contiguous
-  slice of the envs; text travels through pipes, no shared memory). A worker that dies
-  (killed, crashed, out of memory) makes the next call raise :class:`WorkerDiedError`, which
-  names its pid and the env indices it ran; the vector env cannot go on after that (close
-  it and make a new one; respawning workers is not done).
+- ``mode="sync"`` (in process), ``"async"`` (worker processes, each running a contiguous
+  slice of the envs; text travels through pipes, no shared memory) or a registered backend
+  (``import adapters.ray`` registers ``"ray"``: Ray actors holding the slices).
+
+**Dead workers.** A worker that dies (killed, crashed, out of memory, a lost Ray node) is
+found by the call that talks to it and replaced by a new one running the same env
+constructors (``respawn_workers=True``, the default). Its envs' seed streams continue from
+where they stood (the parent keeps a copy), so their next episodes start from the seeds they
+would have drawn anyway and a run stays reproducible. Every env of the dead worker whose
+episode was running ends it with ``truncated=True``, reward 0 and
+``info["truncation_reason"] == "worker_died"`` (its only info key), in the ``step`` that
+found the death or, when another call found it, in the next ``step``, masked or not; its
+observation is the last one seen. Then, as for any truncation: ``NEXT_STEP`` resets the env on
+its next step, ``SAME_STEP`` resets it at once (the last observation goes to
+``final_obs``), ``DISABLED`` leaves it to ``reset`` (a step before that resets it). A
+``reset``, ``call`` or ``set_attr`` that found a death is run again on the new worker.
+The deaths are kept in :attr:`TextVectorEnv.worker_deaths`. With ``respawn_workers=False``, or
+when the new worker cannot start, the call raises :class:`WorkerDiedError`, as does every
+later one.
 
 Observations are a tuple of strings; actions any sequence of reply strings.
 """
 
 from __future__ import annotations
 
-import itertools
-import multiprocessing
+import logging
 import os
-import signal
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
-from gymnasium.vector.utils import batch_space
 
 from agent_envs.vector.batch import batch_infos
-from agent_envs.vector.runner import EnvRunner, StepResult, worker_main
+from agent_envs.vector.runner import EnvRunner, StepColumns
 from agent_envs.vector.seeding import SeedStream, group_streams
+from agent_envs.vector.workers import ProcessPool, WorkerDiedError, WorkerPool, backend
 
 __all__ = ["TextVectorEnv", "WorkerDiedError"]
 
-_MODES = ("sync", "async")
+logger = logging.getLogger(__name__)
+
+_WORKER_DIED = "worker_died"
 
 
 def _autoreset_mode(value: AutoresetMode | str) -> AutoresetMode:
@@ -56,131 +71,12 @@ def _autoreset_mode(value: AutoresetMode | str) -> AutoresetMode:
     )
 
 
-class WorkerDiedError(RuntimeError):
-    """An async worker process is gone (killed, crashed, out of memory).
-
-    Raised by the first call that finds it, and by every later call; the message names the
-    worker's pid, its exit status and the env indices it ran. Attributes: ``pid``,
-    ``exitcode`` (``-N`` for signal ``N``, ``None`` if unknown) and ``env_indices``.
-    """
-
-    def __init__(self, pid: int | None, exitcode: int | None, env_indices: list[int]):
-        self.pid = pid
-        self.exitcode = exitcode
-        self.env_indices = env_indices
-        if exitcode is None:
-            status = "exit status unknown"
-        elif exitcode < 0:
-            status = f"killed by {_signal_name(-exitcode)}"
-        else:
-            status = f"exit code {exitcode}"
-        super().__init__(
-            f"vector worker pid {pid} died ({status}); it ran envs {env_indices}. "
-            "This vector env cannot continue: close it and make a new one."
-        )
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
-
-
-class _Workers:
-    """The parent's side of the async workers: a pipe per worker and the slice it runs."""
-
-    def __init__(
-        self,
-        env_fns: Sequence[Callable[[], gym.Env]],
-        autoreset_mode: AutoresetMode,
-        num_workers: int,
-        context: str | None,
-    ):
-        import cloudpickle
-
-        ctx = multiprocessing.get_context(context)
-        bounds = np.linspace(0, len(env_fns), num_workers + 1).astype(int)
-        self.slices = [slice(int(a), int(b)) for a, b in itertools.pairwise(bounds) if b > a]
-        self.pipes = []
-        self.processes = []
-        for piece in self.slices:
-            parent, child = ctx.Pipe()
-            process = ctx.Process(
-                target=worker_main,
-                args=(child, cloudpickle.dumps(list(env_fns[piece])), autoreset_mode.value),
-                daemon=True,
-            )
-            process.start()
-            child.close()
-            self.pipes.append(parent)
-            self.processes.append(process)
-        self.died: WorkerDiedError | None = None
-        errors = []
-        for worker in range(len(self.pipes)):
-            try:
-                self._receive(worker)
-            except RuntimeError as error:
-                errors.append(error)
-        if errors:
-            self.close()
-            raise errors[0]
-
-    def _died(self, worker: int) -> WorkerDiedError:
-        """The error for a worker whose pipe broke (remembered: later calls raise it too)."""
-        process = self.processes[worker]
-        process.join(timeout=1)  # reap it, for its exit code
-        piece = self.slices[worker]
-        error = WorkerDiedError(process.pid, process.exitcode, list(range(piece.start, piece.stop)))
-        self.died = self.died or error
-        return error
-
-    def _receive(self, worker: int) -> Any:
-        try:
-            status, payload = self.pipes[worker].recv()
-        except (EOFError, OSError) as error:  # the worker's end closed: it is gone
-            raise self._died(worker) from error
-        if status == "error":
-            raise RuntimeError(f"a vector worker failed:\n{payload}")
-        return payload
-
-    def run(self, command: str, *per_env: Sequence[Any], shared: tuple = ()) -> list[Any]:
-        """Send ``command`` with each worker's part of the per-env sequences; concatenate the
-        per-env answers in env order. Raises :class:`WorkerDiedError` if a worker is gone."""
-        if self.died is not None:
-            raise self.died
-        sent = []
-        errors: list[RuntimeError] = []
-        for worker, (pipe, piece) in enumerate(zip(self.pipes, self.slices, strict=True)):
-            try:
-                pipe.send((command, (*(values[piece] for values in per_env), *shared)))
-                sent.append(worker)
-            except OSError as error:  # BrokenPipeError and kin: the worker is gone
-                errors.append(self._died(worker))
-                errors[-1].__cause__ = error
-        answers: list[Any] = []
-        for worker in sent:  # drain every live worker, so the pipes stay in step
-            try:
-                answers.extend(self._receive(worker) or ())
-            except RuntimeError as error:
-                errors.append(error)
-        if errors:
-            dead = [error for error in errors if isinstance(error, WorkerDiedError)]
-            raise (dead or errors)[0]
-        return answers
-
-    def close(self) -> None:
-        for pipe in self.pipes:
-            try:
-                pipe.send(("close", ()))
-                pipe.recv()
-            except (BrokenPipeError, EOFError, OSError):
-                pass
-            pipe.close()
-        for process in self.processes:
-            process.join(timeout=5)
-            if process.is_alive():
-                process.terminate()
+def _batched(space: gym.Space, num_envs: int) -> gym.Space:
+    """``batch_space`` for text spaces without its ``num_envs`` deep copies (~22 KiB per env
+    for our charsets): a ``Tuple`` holding the one single-env space ``num_envs`` times."""
+    if isinstance(space, spaces.Text):
+        return spaces.Tuple((space,) * num_envs)
+    return gym.vector.utils.batch_space(space, num_envs)
 
 
 class TextVectorEnv(gym.vector.VectorEnv):
@@ -191,13 +87,17 @@ class TextVectorEnv(gym.vector.VectorEnv):
         group_size: consecutive envs sharing a seed stream; must divide ``len(env_fns)``.
         autoreset_mode: ``AutoresetMode`` or its name (``"next_step"``, ``"same_step"``,
             ``"disabled"``).
-        mode: ``"sync"`` or ``"async"``.
-        num_workers: async worker processes (default: ``min(num_envs, os.cpu_count())``).
+        mode: ``"sync"``, ``"async"`` or a registered backend's name (``"ray"`` once
+            ``adapters.ray`` is imported).
+        num_workers: workers of a non-sync mode (default: ``min(num_envs, os.cpu_count())``).
         context: multiprocessing start method for async (default: the platform's).
+        respawn_workers: replace a dead worker and end its episodes with
+            ``truncation_reason="worker_died"`` (default); ``False`` raises instead.
 
     Raises:
-        WorkerDiedError: from any call (``reset``, ``step``, ``call``, ...) in async mode once
-            a worker process is gone; it names the worker's pid and env indices.
+        WorkerDiedError: from a call that finds a dead worker when ``respawn_workers`` is
+            false or the new worker fails to start, and from every later call; it names the
+            worker's pid and env indices.
     """
 
     def __init__(
@@ -209,6 +109,7 @@ class TextVectorEnv(gym.vector.VectorEnv):
         mode: str = "sync",
         num_workers: int | None = None,
         context: str | None = None,
+        respawn_workers: bool = True,
     ):
         env_fns = list(env_fns)
         if not env_fns:
@@ -217,32 +118,50 @@ class TextVectorEnv(gym.vector.VectorEnv):
             raise ValueError(f"group_size must be a positive int, got {group_size!r}")
         if len(env_fns) % group_size:
             raise ValueError(f"group_size={group_size} must divide num_envs={len(env_fns)}")
-        if mode not in _MODES:
-            raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
-        if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
+        factory = None if mode == "sync" else backend(mode)
+        if mode != "sync" and factory is None:
+            hint = " (import adapters.ray first)" if mode == "ray" else ""
+            raise ValueError(f"mode must be 'sync', 'async' or a registered backend{hint}, "
+                             f"got {mode!r}")  # fmt: skip
+        if num_workers is not None and (
+            isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1
+        ):
             raise ValueError(f"num_workers must be a positive int or None, got {num_workers!r}")
+        if not isinstance(respawn_workers, bool):
+            raise ValueError(f"respawn_workers must be a bool, got {respawn_workers!r}")
         self.num_envs = len(env_fns)
         self.group_size = group_size
         self.mode = mode
+        self.respawn_workers = respawn_workers
         autoreset = _autoreset_mode(autoreset_mode)
         probe = env_fns[0]()
         self.single_observation_space = probe.observation_space
         self.single_action_space = probe.action_space
-        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
-        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.observation_space = _batched(self.single_observation_space, self.num_envs)
+        self.action_space = _batched(self.single_action_space, self.num_envs)
         self.render_mode = probe.render_mode
         self.metadata = {**probe.metadata, "autoreset_mode": autoreset}
         probe.close()
         self._runner: EnvRunner | None = None
-        self._workers: _Workers | None = None
-        if mode == "sync":
+        self._pool: WorkerPool | None = None
+        #: the dead workers found so far (each replaced, unless respawning is off)
+        self.worker_deaths: list[WorkerDiedError] = []
+        self._fatal: WorkerDiedError | None = None
+        if factory is None:
             self._runner = EnvRunner(env_fns, autoreset)
         else:
             workers = min(self.num_envs, num_workers or os.cpu_count() or 1)
-            self._workers = _Workers(env_fns, autoreset, workers, context)
+            if factory is ProcessPool:
+                self._pool = ProcessPool(env_fns, autoreset, workers, context)
+            else:
+                self._pool = factory(env_fns, autoreset, workers)
         self._observations: list[str] = [""] * self.num_envs
-        self._all = [True] * self.num_envs
         self._has_reset = False
+        # kept for respawning: each env's seed stream, whether its episode runs, and the
+        # envs whose episode a dead worker ended, reported by the next step
+        self._streams: list[SeedStream | None] = [None] * self.num_envs
+        self._live = np.zeros(self.num_envs, dtype=np.bool_)
+        self._died: dict[int, WorkerDiedError] = {}
 
     @property
     def autoreset_mode(self) -> AutoresetMode:
@@ -253,17 +172,96 @@ class TextVectorEnv(gym.vector.VectorEnv):
         return self.num_envs // self.group_size
 
     @property
-    def worker_pids(self) -> tuple[int, ...]:
-        """The async workers' process ids, in env order (empty in sync mode)."""
-        if self._workers is None:
+    def worker_pids(self) -> tuple[int | None, ...]:
+        """The workers' process ids, in env order (empty in sync mode)."""
+        if self._pool is None:
             return ()
-        return tuple(process.pid for process in self._workers.processes)
+        return tuple(self._pool.pid(worker) for worker in range(len(self._pool.slices)))
 
+    # ----------------------------------------------------------------- workers
     def _run(self, command: str, *per_env: Sequence[Any], shared: tuple = ()) -> list[Any]:
+        """Run ``command`` on every env's runner with its part of each per-env sequence; the
+        per-env answers in env order. A dead worker is replaced and its part is ``None``
+        (``step``) or run again on the new worker (other commands)."""
         if self._runner is not None:
             return getattr(self._runner, command)(*per_env, *shared)
-        assert self._workers is not None
-        return self._workers.run(command, *per_env, shared=shared)
+        if self._fatal is not None:
+            raise self._fatal
+        pool = self._pool
+        assert pool is not None
+        parts = [(*(values[piece] for values in per_env), *shared) for piece in pool.slices]
+        handles: list[Any] = []
+        dead: dict[int, WorkerDiedError] = {}
+        for worker, args in enumerate(parts):
+            try:
+                handles.append(pool.submit(worker, command, args))
+            except WorkerDiedError as error:
+                handles.append(None)
+                dead[worker] = error
+        answers: list[Any] = [None] * len(parts)
+        errors: list[RuntimeError] = []
+        for worker, handle in enumerate(handles):
+            if worker in dead:
+                continue
+            try:
+                answers[worker] = self._answer(worker, pool.result(worker, handle))
+            except WorkerDiedError as error:
+                dead[worker] = error
+            except RuntimeError as error:  # an env failed; drain the others first
+                errors.append(error)
+        for worker, error in sorted(dead.items()):
+            self._replace(worker, error)
+            if command != "step":
+                try:
+                    handle = pool.submit(worker, command, parts[worker])
+                    answers[worker] = self._answer(worker, pool.result(worker, handle))
+                except WorkerDiedError as again:
+                    self._fatal = again
+                    raise
+        if errors:
+            raise errors[0]
+        if command == "step":
+            return answers  # one StepColumns (or None) per worker
+        if command == "set_attr":
+            return []
+        return [answer for part in answers for answer in part]
+
+    def _answer(self, worker: int, reply: tuple[Any, dict[int, int]]) -> Any:
+        answer, drawn = reply
+        start = self._pool.slices[worker].start  # type: ignore[union-attr]
+        for index, count in drawn.items():
+            stream = self._streams[start + index]
+            if stream is not None:
+                stream.count = count
+        return answer
+
+    def _replace(self, worker: int, error: WorkerDiedError) -> None:
+        """Respawn ``worker`` (or raise ``error``); its running episodes end as died."""
+        pool = self._pool
+        assert pool is not None
+        self.worker_deaths.append(error)
+        if not self.respawn_workers:
+            self._fatal = WorkerDiedError(
+                error.pid, error.exitcode, error.env_indices,
+                "This vector env cannot continue (respawn_workers=False).",
+            )  # fmt: skip
+            raise self._fatal from error
+        piece = pool.slices[worker]
+        streams = [None if s is None else s.copy() for s in self._streams[piece]]
+        try:
+            pool.respawn(worker, streams, self._observations[piece])
+        except Exception as failure:
+            self._fatal = WorkerDiedError(
+                error.pid, error.exitcode, error.env_indices,
+                f"Its replacement failed to start ({failure!r}); this vector env cannot "
+                "continue.",
+            )  # fmt: skip
+            raise self._fatal from failure
+        logger.warning("%s Respawned as pid %s.", error, pool.pid(worker))
+        for index in range(piece.start, piece.stop):
+            if self._live[index]:
+                self._died[index] = error
+        self._live[piece] = False
 
     # ----------------------------------------------------------------- reset / step
     def reset(
@@ -280,7 +278,7 @@ class TextVectorEnv(gym.vector.VectorEnv):
         """
         options = dict(options or {})
         mask = options.pop("reset_mask", None)
-        mask = self._all if mask is None else self._check_mask(mask, "options['reset_mask']")
+        mask = [True] * self.num_envs if mask is None else self._check_mask(mask, "reset_mask")
         seeds: list[int | None] = [None] * self.num_envs
         streams: list[SeedStream | None] = [None] * self.num_envs
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
@@ -298,15 +296,18 @@ class TextVectorEnv(gym.vector.VectorEnv):
             for index, value in enumerate(seeds):
                 if value is not None:
                     streams[index] = SeedStream(int(value))
+        if self._pool is not None:
+            for index, stream in enumerate(streams):
+                if stream is not None and mask[index]:
+                    self._streams[index] = stream.copy()
         results = self._run("reset", mask, seeds, streams, shared=(options or None,))
         self._has_reset = True
-        infos = []
+        infos: list[dict[str, Any] | None] = [None] * self.num_envs
         for index, result in enumerate(results):
-            if result is None:
-                infos.append(None)
-                continue
-            self._observations[index], info = result
-            infos.append(info)
+            if result is not None:
+                self._observations[index], infos[index] = result
+                self._live[index] = True
+                self._died.pop(index, None)
         return tuple(self._observations), batch_infos(infos)
 
     def step(
@@ -317,24 +318,19 @@ class TextVectorEnv(gym.vector.VectorEnv):
             raise ValueError(
                 f"actions must have num_envs={self.num_envs} entries, got {len(actions)}"
             )
-        mask = self._all if mask is None else self._check_mask(mask, "mask")
-        results: list[StepResult | None] = self._run("step", list(actions), mask)
-        rewards = np.zeros(self.num_envs, dtype=np.float64)
-        terminations = np.zeros(self.num_envs, dtype=np.bool_)
-        truncations = np.zeros(self.num_envs, dtype=np.bool_)
-        infos: list[dict[str, Any] | None] = [None] * self.num_envs
-        finals: list[tuple[str, dict[str, Any]] | None] = []
-        for index, result in enumerate(results):
-            if result is None:
-                continue
-            observation, reward, terminated, truncated, info, final_obs, final_info = result
-            self._observations[index] = observation
-            rewards[index] = reward
-            terminations[index] = terminated
-            truncations[index] = truncated
-            infos[index] = info
-            if final_obs is not None:
-                finals.append((index, final_obs, final_info))
+        flags = None if mask is None else self._check_mask(mask, "mask")
+        if self._runner is not None:
+            columns = self._runner.step(actions, flags)
+        else:
+            every = [True] * self.num_envs if flags is None else flags
+            columns = self._gather(self._run("step", actions, every))
+        observations, rewards, terminations, truncations, infos, finals = columns
+        self._observations = observations
+        rewards = np.array(rewards, dtype=np.float64)
+        terminations = np.array(terminations, dtype=np.bool_)
+        truncations = np.array(truncations, dtype=np.bool_)
+        if self._pool is not None:
+            self._track_episodes(flags, terminations, truncations, infos, finals)
         batched = batch_infos(infos)
         if finals:
             final_obs_column = np.full(self.num_envs, None, dtype=object)
@@ -348,7 +344,60 @@ class TextVectorEnv(gym.vector.VectorEnv):
             batched["_final_obs"] = has_final
             batched["final_info"] = batch_infos(final_infos)
             batched["_final_info"] = has_final.copy()
-        return tuple(self._observations), rewards, terminations, truncations, batched
+        return tuple(observations), rewards, terminations, truncations, batched
+
+    def _gather(self, parts: list[StepColumns | None]) -> StepColumns:
+        """Join the workers' step columns; a dead worker's envs keep their observation."""
+        pool = self._pool
+        assert pool is not None
+        joined = StepColumns([], [], [], [], [], [])
+        for piece, part in zip(pool.slices, parts, strict=True):
+            if part is None:
+                size = piece.stop - piece.start
+                part = StepColumns(
+                    self._observations[piece], [0.0] * size, [False] * size, [False] * size,
+                    [None] * size, [],
+                )  # fmt: skip
+            for column, values in zip(joined[:5], part[:5], strict=True):
+                column.extend(values)
+            joined.finals.extend((piece.start + i, obs, info) for i, obs, info in part.finals)
+        return joined
+
+    def _track_episodes(
+        self,
+        flags: list[bool] | None,
+        terminations: np.ndarray,
+        truncations: np.ndarray,
+        infos: list[dict[str, Any] | None],
+        finals: list[tuple[int, str, dict[str, Any]]],
+    ) -> None:
+        """Keep which episodes run, and end those a dead worker lost (see the module doc)."""
+        stepped = np.ones(self.num_envs, np.bool_) if flags is None else np.array(flags)
+        stepped &= np.array([info is not None for info in infos], dtype=np.bool_)
+        if self.autoreset_mode is AutoresetMode.SAME_STEP:
+            self._live[stepped] = True
+        else:
+            self._live[stepped] = ~(terminations | truncations)[stepped]
+        if not self._died:
+            return
+        died = sorted(self._died)
+        self._died.clear()
+        same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
+        if same_step:  # start the next episode at once, on the new workers
+            mask = np.zeros(self.num_envs, np.bool_)
+            mask[died] = True
+            nothing = [None] * self.num_envs
+            fresh = self._run("reset", mask.tolist(), nothing, nothing, shared=(None,))
+        for index in died:
+            info = {"truncation_reason": _WORKER_DIED}
+            truncations[index] = True
+            terminations[index] = False
+            if same_step:
+                finals.append((index, self._observations[index], info))
+                self._observations[index], infos[index] = fresh[index]
+                self._live[index] = True
+            else:
+                infos[index] = info
 
     def _check_mask(self, mask: Sequence[bool] | np.ndarray, name: str) -> list[bool]:
         values = np.asarray(mask)
@@ -384,5 +433,5 @@ class TextVectorEnv(gym.vector.VectorEnv):
     def close_extras(self, **kwargs: Any) -> None:
         if self._runner is not None:
             self._runner.close()
-        if self._workers is not None:
-            self._workers.close()
+        if self._pool is not None:
+            self._pool.close()

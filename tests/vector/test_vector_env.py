@@ -142,7 +142,8 @@ def test_vector__env_errors_in_workers_are_reported():
 @pytest.mark.parametrize(
     ("kwargs", "name"),
     [({"group_size": 3}, "group_size"), ({"mode": "threads"}, "mode"),
-     ({"autoreset_mode": "sometimes"}, "autoreset_mode"), ({"num_workers": 0}, "num_workers")],
+     ({"autoreset_mode": "sometimes"}, "autoreset_mode"), ({"num_workers": 0}, "num_workers"),
+     ({"respawn_workers": 1}, "respawn_workers")],
 )  # fmt: skip
 def test_vector__bad_configuration_names_the_argument(kwargs, name):
     with pytest.raises(ValueError, match=name):
@@ -182,8 +183,8 @@ def test_seed_stream__depends_only_on_entropy_key_and_count():
     assert resumed.next() == first[257]
 
 
-def test_vector__a_killed_worker_raises_worker_died_error_naming_pid_and_envs():
-    envs = make(4, mode="async", num_workers=2)
+def test_vector__without_respawn_a_killed_worker_raises_naming_pid_and_envs():
+    envs = make(4, mode="async", num_workers=2, respawn_workers=False)
     envs.reset(seed=0)
     pid = envs.worker_pids[1]  # runs envs 2 and 3
     os.kill(pid, signal.SIGKILL)
@@ -193,6 +194,7 @@ def test_vector__a_killed_worker_raises_worker_died_error_naming_pid_and_envs():
     assert isinstance(error, RuntimeError)
     assert (error.pid, error.exitcode, error.env_indices) == (pid, -signal.SIGKILL, [2, 3])
     assert f"pid {pid} died (killed by SIGKILL); it ran envs [2, 3]" in str(error)
+    assert "respawn_workers=False" in str(error)
     with pytest.raises(WorkerDiedError, match=f"pid {pid}"):  # and every later call
         envs.reset(seed=1)
     envs.close()
@@ -211,7 +213,9 @@ class ExitingCounterEnv(CounterEnv):
 
 
 def test_vector__a_worker_that_exits_is_reported_with_its_exit_code():
-    envs = TextVectorEnv([ExitingCounterEnv] * 3, mode="async", num_workers=3)
+    envs = TextVectorEnv(
+        [ExitingCounterEnv] * 3, mode="async", num_workers=3, respawn_workers=False
+    )
     envs.reset(seed=0)
     pid = envs.worker_pids[0]
     expected = rf"pid {pid} died \(exit code 3\); it ran envs \[0\]"
