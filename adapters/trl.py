@@ -25,8 +25,14 @@ Three pieces, used together::
   ``completion_ids`` (the whole multi-turn episode after it), ``logprobs`` (sampled-token
   log-probabilities, 0 on env tokens), ``env_mask`` (1 = model token, 0 = env/template token:
   TRL multiplies it into the loss mask), and ``episode_return``, ``success``, ``num_turns``,
-  which TRL forwards to reward functions.
+  ``engine_error``, which TRL forwards to reward functions. An episode that ended with an
+  engine error gets an all-zero ``env_mask`` (no loss) and no reward.
 - :func:`episode_return_reward`: the reward function returning each episode's return.
+
+Per-token advantages: ``make_rollout_func(..., advantages=AdvantageConfig(...))`` adds
+``token_advantages`` (GRPO, Dr. GRPO, RLOO or GiGPO from :mod:`adapters.advantages`, computed
+over each group's records) and ``off_policy`` (LUFFY's oracle rows, ``off_policy=k`` per
+group); train them with :class:`adapters.trl_trainer.TokenAdvantageGRPOTrainer`.
 
 :func:`make_environment_factory` (with :func:`make_tool_dataset`) builds the other TRL
 route, ``environment_factory``, for tool-calling models: the env's turn as a documented tool
