@@ -1,0 +1,139 @@
+"""Any ``grl/*`` id as an OpenEnv environment (``openenv-core``), for OpenEnv's clients and
+TRL's OpenEnv integration.
+
+``python -m adapters.server --openenv grl/Sokoban-v0 --port 8001`` (or
+:func:`create_openenv_app` under uvicorn) serves the id through OpenEnv's own server: each
+WebSocket connection at ``/ws`` is one session with its own env, up to
+``max_concurrent_envs`` at once (default 64; a GRPO trainer needs at least its
+``num_generations``), and OpenEnv's stateless ``/reset``, ``/step``, ``/state``, ``/schema``
+and ``/health`` routes are there too.
+
+The messages:
+
+- action :class:`TextAction`: ``{"message": reply}`` (the model's whole reply for the turn);
+- observation :class:`TextObservation`: ``text`` (what the model reads next), ``info`` (the
+  env's info dict, the same keys as a local env), ``terminated``, ``truncated``, and on reset
+  the env's ``instructions`` (the system prompt); OpenEnv's ``reward`` and ``done``
+  (``terminated or truncated``) sit beside it;
+- reset data: ``seed`` and ``options`` as in ``env.reset``.
+
+With OpenEnv's generic client::
+
+    from openenv.core import GenericEnvClient
+
+    with GenericEnvClient(base_url="http://127.0.0.1:8001").sync() as env:
+        first = env.reset(seed=3)            # first.observation["text"]
+        result = env.step({"message": "<answer>Up</answer>"})
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gymnasium.error import DependencyNotInstalled
+
+from adapters.server.sessions import make_env
+
+__all__ = ["TextAction", "TextEnvironment", "TextObservation", "create_openenv_app"]
+
+try:
+    from openenv.core.env_server.interfaces import Environment
+    from openenv.core.env_server.types import Action, Observation, State
+    from pydantic import Field
+except ImportError as error:  # pragma: no cover - depends on the environment
+    raise DependencyNotInstalled(
+        "serving through OpenEnv needs openenv-core: pip install 'agent-envs[server]'"
+    ) from error
+
+
+class TextAction(Action):
+    """One turn: the model's whole reply."""
+
+    message: str = Field(description="the model's whole reply for this turn")
+
+
+class TextObservation(Observation):
+    """What the env shows after a reset or a step."""
+
+    text: str = Field(description="the observation the model reads next")
+    info: dict[str, Any] = Field(default_factory=dict, description="the env's info dict")
+    terminated: bool = False
+    truncated: bool = False
+    instructions: str | None = Field(default=None, description="the system prompt (on reset)")
+
+
+class TextEnvironment(Environment[TextAction, TextObservation, State]):
+    """One ``grl/*`` env behind OpenEnv's `Environment` interface (one per session)."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self, env_id: str, env_kwargs: dict[str, Any] | None = None) -> None:
+        super().__init__()
+        self.env_id = env_id
+        self.env = make_env(env_id, dict(env_kwargs or {}), (env_id,))
+        self._state = State(episode_id=None, step_count=0)
+
+    def reset(
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        options: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> TextObservation:
+        from agent_envs.core.records import json_safe
+
+        observation, info = self.env.reset(seed=seed, options=options)
+        self._state = State(episode_id=episode_id, step_count=0)
+        return TextObservation(
+            text=observation,
+            info=json_safe(info),
+            instructions=getattr(self.env.unwrapped, "instructions", None),
+            reward=None,
+            done=False,
+        )
+
+    def step(
+        self, action: TextAction, timeout_s: float | None = None, **kwargs: Any
+    ) -> TextObservation:
+        from agent_envs.core.records import json_safe
+
+        observation, reward, terminated, truncated, info = self.env.step(action.message)
+        self._state.step_count += 1
+        return TextObservation(
+            text=observation,
+            info=json_safe(info),
+            terminated=bool(terminated),
+            truncated=bool(truncated),
+            reward=float(reward),
+            done=bool(terminated or truncated),
+        )
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def create_openenv_app(env_id: str, *, max_concurrent_envs: int = 64, **env_kwargs: Any) -> Any:
+    """OpenEnv's FastAPI app serving ``env_id`` (built with ``env_kwargs``); an unknown id or
+    bad kwargs raise here, before anything is served."""
+    from openenv.core.env_server.http_server import create_app
+
+    if isinstance(max_concurrent_envs, bool) or not isinstance(max_concurrent_envs, int):
+        raise ValueError(f"max_concurrent_envs must be a positive int, got {max_concurrent_envs!r}")
+    if max_concurrent_envs < 1:
+        raise ValueError(f"max_concurrent_envs must be a positive int, got {max_concurrent_envs!r}")
+    TextEnvironment(env_id, env_kwargs).close()  # fail now, naming the id or kwargs
+
+    def factory() -> TextEnvironment:
+        return TextEnvironment(env_id, env_kwargs)
+
+    return create_app(
+        factory,
+        TextAction,
+        TextObservation,
+        env_name=env_id,
+        max_concurrent_envs=max_concurrent_envs,
+    )
