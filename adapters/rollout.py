@@ -36,6 +36,14 @@ ran end truncated with ``truncation_reason="worker_died"`` at the turn whose rep
 rank then makes the same calls with equally many requests, and :meth:`RolloutCollector.collect`
 calls its ``wait_for_other_ranks()`` after the last turn, so a rank whose episodes ended early
 keeps answering the others' rounds until every rank is done.
+
+**Image observations.** A vision env's observation ``{"text", "image"}`` (`agent_envs.core.
+vision`) is recorded as its text in ``Step.observation`` and as a user message holding the
+text and the picture (a PNG data URL, OpenAI format) in ``Trajectory.messages``, where
+engines read the picture. An engine with a ``chat_delta`` (a :class:`ChatDelta` that encodes
+images: `adapters.engines.transformers_vlm`) builds the token pieces, so each observation's
+image placeholder tokens are in ``prompt_ids`` / ``turn_env_ids`` (env mask 0); with a text
+tokenizer the token path sees the text part only.
 """
 
 from __future__ import annotations
@@ -48,8 +56,9 @@ from gymnasium.vector import AutoresetMode
 
 from adapters.engines.base import Engine, Generation, GenerationRequest
 from agent_envs.core.records import Step, Trajectory
+from renderers.image_obs import image_message
 
-__all__ = ["ChatDelta", "RolloutCollector", "collect_episodes"]
+__all__ = ["ChatDelta", "EpisodeRecorder", "RolloutCollector", "collect_episodes"]
 
 #: The vector env's truncation reason for the episodes of a worker that died.
 WORKER_DIED = "worker_died"
@@ -107,14 +116,21 @@ class ChatDelta:
     def _encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False)
 
-    def prompt_ids(self, messages: list[dict[str, str]]) -> list[int]:
+    def prompt_ids(self, messages: list[dict[str, Any]]) -> list[int]:
+        messages = [{**m, "content": self._content(m["content"])} for m in messages]
         return self._encode(self._render(messages, generation_prompt=True))
 
-    def user_delta(self, observation: str) -> str:
-        """The template text a new user message and the generation prompt add."""
-        full = self._render(
-            [*self._base, {"role": "user", "content": observation}], generation_prompt=True
-        )
+    def _content(self, content: str | list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+        """A message's content as a text template takes it: typed parts → their text."""
+        if isinstance(content, str):
+            return content
+        return "".join(part["text"] for part in content if part.get("type") == "text")
+
+    def user_delta(self, observation: str | list[dict[str, Any]]) -> str:
+        """The template text a new user message (text, or typed content parts) and the
+        generation prompt add."""
+        message = {"role": "user", "content": self._content(observation)}
+        full = self._render([*self._base, message], generation_prompt=True)
         if not full.startswith(self._base_text):
             raise ValueError(_REWRITES)
         return full[len(self._base_text) :]
@@ -128,8 +144,21 @@ class ChatDelta:
                 return self.closer[len(stop_text) :]
         return self.closer
 
-    def turn_ids(self, completion_ids: Sequence[int], observation: str) -> list[int]:
+    def turn_ids(
+        self, completion_ids: Sequence[int], observation: str | list[dict[str, Any]]
+    ) -> list[int]:
         return self._encode(self.closing_text(completion_ids) + self.user_delta(observation))
+
+
+def _user_content(observation: Any) -> str | list[dict[str, Any]]:
+    """A user message's content: the text, or for ``{"text", "image"}`` the text and image."""
+    if isinstance(observation, dict):
+        return image_message(observation["text"], observation["image"])["content"]
+    return observation
+
+
+def _text(observation: Any) -> str:
+    return observation["text"] if isinstance(observation, dict) else observation
 
 
 def _info_at(infos: dict[str, Any], index: int) -> dict[str, Any]:
@@ -155,7 +184,168 @@ class _Episode:
         self.tokens = tokens
 
 
-class RolloutCollector:
+class EpisodeRecorder:
+    """What both collectors do to one episode, whatever drives it: open its record, build its
+    next request, record a turn (token ids as in the module docstring), end it. The lockstep
+    :class:`RolloutCollector` and `adapters.async_rollout.AsyncRolloutCollector` share it, so
+    their records are built by the same code.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        env_id: str,
+        max_turns: int | None = None,
+        max_new_tokens: int = 256,
+        max_total_tokens: int | None = None,
+    ) -> None:
+        for name, value in (
+            ("max_turns", max_turns),
+            ("max_new_tokens", max_new_tokens),
+            ("max_total_tokens", max_total_tokens),
+        ):
+            if value is None and name != "max_new_tokens":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        self.engine = engine
+        self.env_id = env_id
+        self.max_turns = max_turns
+        self.max_new_tokens = max_new_tokens
+        self.max_total_tokens = max_total_tokens
+        tokenizer = getattr(engine, "tokenizer", None)
+        self.delta: ChatDelta | None = getattr(engine, "chat_delta", None)  # image-aware
+        if self.delta is None and tokenizer is not None:
+            self.delta = ChatDelta(tokenizer)
+        self.needs_env = bool(getattr(engine, "needs_env", False))
+
+    def _open(
+        self,
+        observation: str,
+        info: dict[str, Any],
+        instructions: str,
+        *,
+        seed: int,
+        group_id: int,
+        metadata: dict[str, Any] | None,
+    ) -> _Episode:
+        """A new episode's record, from its reset."""
+        trajectory = Trajectory(
+            env_id=self.env_id,
+            seed=info.get("episode_seed", seed),
+            group_id=group_id,
+            messages=[
+                {"role": "system", "content": instructions},
+                {"role": "user", "content": _user_content(observation)},
+            ],
+            final_observation=_text(observation),
+            agent=getattr(self.engine, "name", None),
+            metadata=dict(metadata or {}),
+        )
+        episode = _Episode(trajectory, _text(observation), tokens=self.delta is not None)
+        if self.delta is not None:
+            episode.context = self.delta.prompt_ids(trajectory.messages)
+            trajectory.prompt_ids = list(episode.context)
+            trajectory.turn_completion_ids = []
+            trajectory.turn_env_ids = []
+            trajectory.turn_logprobs = []
+            if self._room(episode) < 1:
+                self._end(episode, truncation_reason="context")
+        return episode
+
+    def _request(self, episode: _Episode, env: Any) -> GenerationRequest:
+        """The episode's next turn (``env``: the live unwrapped env, for scripted engines)."""
+        return GenerationRequest(
+            max_new_tokens=self._room(episode),
+            prompt_ids=episode.context if episode.tokens else None,
+            messages=episode.trajectory.messages,
+            env=env if self.needs_env else None,
+            stop_token_ids=self.delta.stop_token_ids if self.delta else (),
+        )
+
+    def _room(self, episode: _Episode) -> int:
+        if self.max_total_tokens is None or not episode.tokens:
+            return self.max_new_tokens
+        return min(self.max_new_tokens, self.max_total_tokens - len(episode.context))
+
+    def _record(
+        self,
+        episode: _Episode,
+        generation: Generation,
+        observation: str,
+        reward: float,
+        terminated: bool,
+        truncated: bool,
+        info: dict[str, Any],
+    ) -> None:
+        trajectory = episode.trajectory
+        trajectory.steps.append(
+            Step(
+                observation=episode.observation,
+                reply=generation.text,
+                parsed_actions=list(info.get("parsed_actions", [])),
+                reward=reward,
+                info=info,
+                state_hash=info.get("state_hash"),
+            )
+        )
+        content = _user_content(observation)
+        trajectory.messages.append({"role": "assistant", "content": generation.text})
+        trajectory.messages.append({"role": "user", "content": content})
+        trajectory.final_observation = episode.observation = _text(observation)
+        trajectory.success = bool(info.get("success", False))
+        if episode.tokens:
+            if generation.token_ids is None:
+                self._drop_tokens(episode)
+            else:
+                completion = list(generation.token_ids)
+                trajectory.turn_completion_ids.append(completion)  # type: ignore[union-attr]
+                if generation.logprobs is None or trajectory.turn_logprobs is None:
+                    trajectory.turn_logprobs = None
+                else:
+                    trajectory.turn_logprobs.append(list(generation.logprobs))
+                episode.context += completion
+                trajectory.turn_env_ids.append([])  # type: ignore[union-attr]
+        if terminated or truncated:
+            trajectory.terminated = terminated
+            trajectory.truncated = truncated and not terminated
+            trajectory.truncation_reason = info.get("truncation_reason")
+            episode.done = True
+            return
+        if episode.tokens:
+            assert self.delta is not None
+            delta = self.delta.turn_ids(trajectory.turn_completion_ids[-1], content)  # type: ignore[index]
+            if self.max_total_tokens is not None and (
+                len(episode.context) + len(delta) + 1 > self.max_total_tokens
+            ):
+                self._end(episode, truncation_reason="context")
+                return
+            trajectory.turn_env_ids[-1] = delta  # type: ignore[index]
+            episode.context += delta
+
+    def _drop_tokens(self, episode: _Episode) -> None:
+        """The engine gave no token ids for a turn: the episode keeps text only."""
+        trajectory = episode.trajectory
+        episode.tokens = False
+        episode.context = []
+        trajectory.prompt_ids = None
+        trajectory.turn_completion_ids = None
+        trajectory.turn_env_ids = None
+        trajectory.turn_logprobs = None
+
+    @staticmethod
+    def _end(episode: _Episode, *, truncation_reason: str, error: str | None = None) -> None:
+        trajectory = episode.trajectory
+        trajectory.truncated = True
+        trajectory.truncation_reason = truncation_reason
+        trajectory.error = error
+        if trajectory.turn_env_ids:
+            trajectory.turn_env_ids[-1] = []
+        episode.done = True
+
+
+class RolloutCollector(EpisodeRecorder):
     """Collects episodes from ``vector_env`` (a `TextVectorEnv` with autoreset disabled) with
     ``engine``.
 
@@ -184,25 +374,15 @@ class RolloutCollector:
                 "vector_env must be built with autoreset_mode='disabled' (one episode per "
                 f"sub-env), got {getattr(vector_env, 'autoreset_mode', None)!r}"
             )
-        for name, value in (
-            ("max_turns", max_turns),
-            ("max_new_tokens", max_new_tokens),
-            ("max_total_tokens", max_total_tokens),
-        ):
-            if value is None and name != "max_new_tokens":
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        self.vector_env = vector_env
-        self.engine = engine
         spec = getattr(vector_env, "spec", None)
-        self.env_id = env_id or (spec.id if spec is not None else "unknown")
-        self.max_turns = max_turns
-        self.max_new_tokens = max_new_tokens
-        self.max_total_tokens = max_total_tokens
-        tokenizer = getattr(engine, "tokenizer", None)
-        self.delta = ChatDelta(tokenizer) if tokenizer is not None else None
-        self.needs_env = bool(getattr(engine, "needs_env", False))
+        super().__init__(
+            engine,
+            env_id=env_id or (spec.id if spec is not None else "unknown"),
+            max_turns=max_turns,
+            max_new_tokens=max_new_tokens,
+            max_total_tokens=max_total_tokens,
+        )
+        self.vector_env = vector_env
 
     # ----------------------------------------------------------------- public
     def collect(
@@ -228,31 +408,17 @@ class RolloutCollector:
         env_seeds = [int(seed) for seed in seeds for _ in range(group_size)]
         observations, infos = vec.reset(seed=env_seeds, options=options)
         instructions = vec.get_attr("instructions")
-        episodes = []
-        for index, observation in enumerate(observations):
-            info = _info_at(infos, index)
-            trajectory = Trajectory(
-                env_id=self.env_id,
-                seed=info.get("episode_seed", env_seeds[index]),
+        episodes = [
+            self._open(
+                observation,
+                _info_at(infos, index),
+                instructions[index],
+                seed=env_seeds[index],
                 group_id=index // group_size,
-                messages=[
-                    {"role": "system", "content": instructions[index]},
-                    {"role": "user", "content": observation},
-                ],
-                final_observation=observation,
-                agent=getattr(self.engine, "name", None),
-                metadata=dict(metadata or {}),
+                metadata=metadata,
             )
-            episode = _Episode(trajectory, observation, tokens=self.delta is not None)
-            if self.delta is not None:
-                episode.context = self.delta.prompt_ids(trajectory.messages)
-                trajectory.prompt_ids = list(episode.context)
-                trajectory.turn_completion_ids = []
-                trajectory.turn_env_ids = []
-                trajectory.turn_logprobs = []
-                if self._room(episode) < 1:
-                    self._end(episode, truncation_reason="context")
-            episodes.append(episode)
+            for index, observation in enumerate(observations)
+        ]
         turn = 0
         while any(not episode.done for episode in episodes):
             self._turn(episodes)
@@ -267,27 +433,13 @@ class RolloutCollector:
         return [episode.trajectory for episode in episodes]
 
     # ----------------------------------------------------------------- one turn
-    def _room(self, episode: _Episode) -> int:
-        if self.max_total_tokens is None or not episode.tokens:
-            return self.max_new_tokens
-        return min(self.max_new_tokens, self.max_total_tokens - len(episode.context))
-
     def _turn(self, episodes: list[_Episode]) -> None:
         vec = self.vector_env
         live = [index for index, episode in enumerate(episodes) if not episode.done]
         envs = vec.get_attr("unwrapped") if self.needs_env else None
-        requests = []
-        for index in live:
-            episode = episodes[index]
-            requests.append(
-                GenerationRequest(
-                    max_new_tokens=self._room(episode),
-                    prompt_ids=episode.context if episode.tokens else None,
-                    messages=episode.trajectory.messages,
-                    env=None if envs is None else envs[index],
-                    stop_token_ids=self.delta.stop_token_ids if self.delta else (),
-                )
-            )
+        requests = [
+            self._request(episodes[index], None if envs is None else envs[index]) for index in live
+        ]
         generations = self.engine.generate(requests)
         if len(generations) != len(requests):
             raise RuntimeError(
@@ -322,81 +474,6 @@ class RolloutCollector:
                 bool(truncations[index]),
                 info,
             )
-
-    def _record(
-        self,
-        episode: _Episode,
-        generation: Generation,
-        observation: str,
-        reward: float,
-        terminated: bool,
-        truncated: bool,
-        info: dict[str, Any],
-    ) -> None:
-        trajectory = episode.trajectory
-        trajectory.steps.append(
-            Step(
-                observation=episode.observation,
-                reply=generation.text,
-                parsed_actions=list(info.get("parsed_actions", [])),
-                reward=reward,
-                info=info,
-                state_hash=info.get("state_hash"),
-            )
-        )
-        trajectory.messages.append({"role": "assistant", "content": generation.text})
-        trajectory.messages.append({"role": "user", "content": observation})
-        trajectory.final_observation = observation
-        trajectory.success = bool(info.get("success", False))
-        episode.observation = observation
-        if episode.tokens:
-            if generation.token_ids is None:
-                self._drop_tokens(episode)
-            else:
-                completion = list(generation.token_ids)
-                trajectory.turn_completion_ids.append(completion)  # type: ignore[union-attr]
-                if generation.logprobs is None or trajectory.turn_logprobs is None:
-                    trajectory.turn_logprobs = None
-                else:
-                    trajectory.turn_logprobs.append(list(generation.logprobs))
-                episode.context += completion
-                trajectory.turn_env_ids.append([])  # type: ignore[union-attr]
-        if terminated or truncated:
-            trajectory.terminated = terminated
-            trajectory.truncated = truncated and not terminated
-            trajectory.truncation_reason = info.get("truncation_reason")
-            episode.done = True
-            return
-        if episode.tokens:
-            assert self.delta is not None
-            delta = self.delta.turn_ids(trajectory.turn_completion_ids[-1], observation)  # type: ignore[index]
-            if self.max_total_tokens is not None and (
-                len(episode.context) + len(delta) + 1 > self.max_total_tokens
-            ):
-                self._end(episode, truncation_reason="context")
-                return
-            trajectory.turn_env_ids[-1] = delta  # type: ignore[index]
-            episode.context += delta
-
-    def _drop_tokens(self, episode: _Episode) -> None:
-        """The engine gave no token ids for a turn: the episode keeps text only."""
-        trajectory = episode.trajectory
-        episode.tokens = False
-        episode.context = []
-        trajectory.prompt_ids = None
-        trajectory.turn_completion_ids = None
-        trajectory.turn_env_ids = None
-        trajectory.turn_logprobs = None
-
-    @staticmethod
-    def _end(episode: _Episode, *, truncation_reason: str, error: str | None = None) -> None:
-        trajectory = episode.trajectory
-        trajectory.truncated = True
-        trajectory.truncation_reason = truncation_reason
-        trajectory.error = error
-        if trajectory.turn_env_ids:
-            trajectory.turn_env_ids[-1] = []
-        episode.done = True
 
 
 def collect_episodes(

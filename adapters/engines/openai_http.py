@@ -17,14 +17,19 @@ hosted APIs.
   chat episode is recorded as text only (all evaluation needs) and a completions episode
   continues on the re-tokenized reply text (ids that may differ from the sampled ones, no
   logprobs: fine for evaluation, not for training).
+- :meth:`OpenAIEngine.agenerate` answers one request from a running event loop (for
+  `adapters.async_rollout`), through an ``httpx.AsyncClient`` with the same payloads, retries,
+  fallbacks and errors; at most ``max_concurrency`` of its requests are in flight at once.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -140,6 +145,9 @@ class OpenAIEngine:
             timeout=httpx.Timeout(self.timeout),
             limits=httpx.Limits(max_connections=max_concurrency),
         )
+        self._headers = headers
+        # the async client and its concurrency bound belong to one event loop (made on first use)
+        self._async: tuple[Any, Any, asyncio.Semaphore] | None = None
 
     # ----------------------------------------------------------------- public
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
@@ -155,8 +163,36 @@ class OpenAIEngine:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             return list(pool.map(self._generate_one, *zip(*jobs, strict=True)))
 
+    async def agenerate(self, request: GenerationRequest) -> Generation:
+        """One request, awaited (the async twin of :meth:`generate`)."""
+        try:
+            payload = self._payload(request)
+        except ValueError as error:
+            return Generation("", finish_reason="error", error=str(error))
+        client, slots = self._async_client()
+        attempt = 0
+        async with slots:
+            while True:
+                try:
+                    return self._parse(await self._apost(client, payload), request)
+                except _Failure as failure:
+                    outcome = self._after_failure(failure, payload, attempt)
+                if isinstance(outcome, Generation):
+                    return outcome
+                payload, delay = outcome
+                if delay is not None:
+                    await asyncio.sleep(delay)
+                    attempt += 1
+
     def close(self) -> None:
         self._client.close()
+
+    async def aclose(self) -> None:
+        """Close the async client (from the loop that used it) and the sync one."""
+        if self._async is not None and self._async[0] is asyncio.get_running_loop():
+            await self._async[1].aclose()
+        self._async = None
+        self.close()
 
     def __enter__(self) -> OpenAIEngine:
         return self
@@ -204,30 +240,45 @@ class OpenAIEngine:
     ) -> Generation:
         if isinstance(payload, str):  # the request could not be built
             return Generation("", finish_reason="error", error=payload)
-        url = f"{self.base_url}/{'chat/completions' if self.endpoint == 'chat' else 'completions'}"
         attempt = 0
         while True:
             try:
-                return self._parse(self._post(url, payload), request)
+                return self._parse(self._post(self._url, payload), request)
             except _Failure as failure:
-                rejected_extras = (
-                    not failure.retry
-                    and any(field in payload for field in _TOKEN_FIELDS)
-                    and any(field in str(failure) for field in _TOKEN_FIELDS)
-                )
-                if rejected_extras:
-                    self.ask_token_data = False
-                    payload = {k: v for k, v in payload.items() if k not in _TOKEN_FIELDS}
-                    continue
-                if not failure.retry or attempt >= self.max_retries:
-                    attempts = attempt + 1
-                    return Generation(
-                        "",
-                        finish_reason="error",
-                        error=f"{failure} (after {attempts} attempt{'s' * (attempts > 1)})",
-                    )
-                time.sleep(self._delay(attempt, failure.retry_after))
+                outcome = self._after_failure(failure, payload, attempt)
+            if isinstance(outcome, Generation):
+                return outcome
+            payload, delay = outcome
+            if delay is not None:
+                time.sleep(delay)
                 attempt += 1
+
+    @property
+    def _url(self) -> str:
+        return f"{self.base_url}/{'chat/completions' if self.endpoint == 'chat' else 'completions'}"
+
+    def _after_failure(
+        self, failure: _Failure, payload: dict[str, Any], attempt: int
+    ) -> Generation | tuple[dict[str, Any], float | None]:
+        """What follows a failed attempt: the final error `Generation`, or the payload to send
+        next and the delay before it (``None``: at once, without counting an attempt: the
+        server refused the token-data fields, asked again without them)."""
+        rejected_extras = (
+            not failure.retry
+            and any(field in payload for field in _TOKEN_FIELDS)
+            and any(field in str(failure) for field in _TOKEN_FIELDS)
+        )
+        if rejected_extras:
+            self.ask_token_data = False
+            return {k: v for k, v in payload.items() if k not in _TOKEN_FIELDS}, None
+        if not failure.retry or attempt >= self.max_retries:
+            attempts = attempt + 1
+            return Generation(
+                "",
+                finish_reason="error",
+                error=f"{failure} (after {attempts} attempt{'s' * (attempts > 1)})",
+            )
+        return payload, self._delay(attempt, failure.retry_after)
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         delay = min(self.max_backoff, self.backoff * 2**attempt)
@@ -236,14 +287,39 @@ class OpenAIEngine:
         with self._lock:
             return delay * float(self._rng.uniform(0.5, 1.0))
 
-    def _post(self, url: str, payload: dict[str, Any]) -> dict[str, Any]:
+    @contextlib.contextmanager
+    def _transport_failures(self) -> Iterator[None]:
         httpx = self._httpx
         try:
-            response = self._client.post(url, json=payload)
+            yield
         except httpx.TimeoutException as error:
             raise _Failure(f"timeout after {self.timeout}s: {error!r}", retry=True) from None
         except httpx.TransportError as error:
             raise _Failure(f"connection error: {error!r}", retry=True) from None
+
+    def _post(self, url: str, payload: dict[str, Any]) -> dict[str, Any]:
+        with self._transport_failures():
+            response = self._client.post(url, json=payload)
+        return self._read(response)
+
+    def _async_client(self) -> tuple[Any, asyncio.Semaphore]:
+        loop = asyncio.get_running_loop()
+        if self._async is None or self._async[0] is not loop:
+            httpx = self._httpx
+            client = httpx.AsyncClient(
+                headers=self._headers,
+                timeout=httpx.Timeout(self.timeout),
+                limits=httpx.Limits(max_connections=self.max_concurrency),
+            )
+            self._async = (loop, client, asyncio.Semaphore(self.max_concurrency))
+        return self._async[1], self._async[2]
+
+    async def _apost(self, client: Any, payload: dict[str, Any]) -> dict[str, Any]:
+        with self._transport_failures():
+            response = await client.post(self._url, json=payload)
+        return self._read(response)
+
+    def _read(self, response: Any) -> dict[str, Any]:
         status = response.status_code
         if status == 429 or status >= 500:
             retry_after = response.headers.get("retry-after")

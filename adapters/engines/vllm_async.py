@@ -1,0 +1,136 @@
+"""vLLM's asynchronous engine (``AsyncLLM``) as an `AsyncEngine` for the async collector.
+
+A thin layer over vLLM's public async API: each request is one ``AsyncLLM.generate`` call on
+a ``TokensPrompt`` of the episode's ids, with its own ``SamplingParams`` (``max_tokens``, stop
+token ids, ``logprobs=0``: the sampled token's log-probability only, and
+``output_kind=FINAL_ONLY``: one output when the request finishes), so vLLM's scheduler
+batches whatever requests are in flight (continuous batching) and every episode gets its
+reply as soon as its own request is done. With a sampling ``seed`` the k-th request of the
+engine's life gets seed ``seed + k`` (as :class:`~adapters.engines.vllm.VLLMEngine` does).
+A request vLLM fails (a bad prompt, an engine error) becomes a `Generation` with ``error``
+set: the collector ends that episode only. After new weights are loaded, await
+:meth:`VLLMAsyncEngine.weights_updated` (it resets vLLM's prefix cache). vLLM is imported when
+the engine is built, never before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import uuid
+from typing import Any
+
+from gymnasium.error import DependencyNotInstalled
+
+from adapters.engines.base import Generation, GenerationRequest, SamplingConfig
+
+__all__ = ["VLLMAsyncEngine"]
+
+
+def _vllm() -> Any:
+    try:
+        import vllm
+        from vllm.sampling_params import RequestOutputKind
+    except ImportError as error:
+        raise DependencyNotInstalled(
+            "VLLMAsyncEngine needs vLLM (a CUDA machine): pip install 'agent-envs[vllm]'"
+        ) from error
+    return vllm, RequestOutputKind
+
+
+class VLLMAsyncEngine:
+    """Generate with a ``vllm.v1.engine.async_llm.AsyncLLM`` (pass one, or a model name and
+    ``engine_kwargs`` for ``AsyncEngineArgs`` to build one).
+
+    Args:
+        engine: an ``AsyncLLM`` or a model name/path.
+        tokenizer: the Hugging Face tokenizer the collector builds prompts with (default: the
+            engine's ``tokenizer``).
+        sampling: temperature, top-p, top-k; with a ``seed``, request k of the engine's life
+            gets seed ``seed + k``.
+        engine_kwargs: passed to ``vllm.AsyncEngineArgs`` when ``engine`` is a name.
+    """
+
+    def __init__(
+        self,
+        engine: Any,
+        *,
+        tokenizer: Any = None,
+        sampling: SamplingConfig | None = None,
+        name: str | None = None,
+        **engine_kwargs: Any,
+    ) -> None:
+        vllm, output_kind = _vllm()
+        if isinstance(engine, str):
+            from vllm.v1.engine.async_llm import AsyncLLM
+
+            engine = AsyncLLM.from_engine_args(vllm.AsyncEngineArgs(model=engine, **engine_kwargs))
+        self.engine = engine
+        self.tokenizer = tokenizer if tokenizer is not None else getattr(engine, "tokenizer", None)
+        if self.tokenizer is None:
+            raise ValueError("tokenizer is required: the engine has none to lend")
+        self.sampling = sampling or SamplingConfig()
+        self.name = name or "vllm-async"
+        self._SamplingParams = vllm.SamplingParams
+        self._TokensPrompt = vllm.inputs.TokensPrompt
+        self._final_only = output_kind.FINAL_ONLY
+        self._request_count = itertools.count()
+        self._id_prefix = f"agent-envs-{uuid.uuid4().hex[:12]}"  # unique per engine
+
+    def _params(self, request: GenerationRequest, number: int) -> Any:
+        sampling = self.sampling
+        return self._SamplingParams(
+            n=1,
+            max_tokens=request.max_new_tokens,
+            stop_token_ids=list(request.stop_token_ids),
+            logprobs=0,
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            top_k=sampling.top_k if sampling.top_k > 0 else -1,
+            seed=None if sampling.seed is None else sampling.seed + number,
+            skip_special_tokens=True,
+            output_kind=self._final_only,
+        )
+
+    async def agenerate(self, request: GenerationRequest) -> Generation:
+        if request.prompt_ids is None:
+            return Generation(
+                "", finish_reason="error", error="VLLMAsyncEngine needs prompt_ids in every request"
+            )
+        number = next(self._request_count)
+        prompt = self._TokensPrompt(prompt_token_ids=list(request.prompt_ids))
+        final = None
+        try:
+            stream = self.engine.generate(
+                prompt, self._params(request, number), f"{self._id_prefix}-{number}"
+            )
+            async for output in stream:
+                final = output
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # vLLM refused or failed this request
+            return Generation("", finish_reason="error", error=f"vLLM: {error!r}")
+        if final is None or not final.outputs:
+            return Generation("", finish_reason="error", error="vLLM returned no output")
+        completion = final.outputs[0]
+        token_ids = list(completion.token_ids)
+        logprobs = None
+        if completion.logprobs is not None:
+            logprobs = [
+                float(step[token].logprob)
+                for token, step in zip(token_ids, completion.logprobs, strict=True)
+            ]
+        return Generation(
+            text=completion.text,
+            token_ids=token_ids,
+            logprobs=logprobs,
+            finish_reason="length" if completion.finish_reason == "length" else "stop",
+        )
+
+    async def weights_updated(self) -> None:
+        """Await after loading new weights: drops prefix-cache blocks of the old weights."""
+        await self.engine.reset_prefix_cache()
+
+    def close(self) -> None:
+        """Shut the engine down (its background process)."""
+        self.engine.shutdown()
