@@ -18,7 +18,7 @@ from typing import Any
 
 import gymnasium
 
-__all__ = ["PRESETS", "register_all"]
+__all__ = ["PRESETS", "VISION_OF", "register_all"]
 
 _SOKOBAN = "agent_envs.envs.sokoban.env:SokobanEnv"
 _SOKOBAN_VECTOR = "agent_envs.envs.sokoban:make_vector_env"
@@ -140,6 +140,21 @@ PRESETS: dict[str, tuple[str, str, dict[str, Any]]] = {
         dict(observation_mode="readable", goals="synthetic", split="train", max_turns=15),
     ),
 }  # fmt: skip
+
+_VISION = "agent_envs.core.vision:VisionEnv"
+_VISION_VECTOR = "agent_envs.core.vision:make_vector_env"
+#: Image+text ids (`agent_envs.core.vision.VisionEnv`): the text id's env and settings, with
+#: the rendered frame in every observation.
+VISION_OF = {
+    "grl/Sokoban-vision-v0": "grl/Sokoban-v0",
+    "grl/Sokoban-8x8-vision-v0": "grl/Sokoban-8x8-v0",
+    "grl/Tetris-vision-v0": "grl/Tetris-v0",
+    "grl/Tetris-4x4-cell-vision-v0": "grl/Tetris-4x4-cell-v0",
+    "grl/Blocksworld-vision-v0": "grl/Blocksworld-v0",
+}
+for _vision_id, _text_id in VISION_OF.items():
+    _entry, _, _kwargs = PRESETS[_text_id]
+    PRESETS[_vision_id] = (_VISION, _VISION_VECTOR, dict(base=_entry, **_kwargs))
 
 
 def register_all() -> None:

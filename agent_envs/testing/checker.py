@@ -5,7 +5,8 @@ never raises, observations stay inside the declared charset, the common info key
 there, episodes replay identically in two fresh Python processes (different hash seeds),
 mid-episode states survive pickling and deepcopy, every render mode renders, and the chat
 transcript is well formed. It raises ``AssertionError`` on the first violation and returns
-nothing otherwise.
+nothing otherwise. :func:`check_vision_env` adds the image side of the image+text ids
+(``grl/*-vision-v0``) to it.
 
 The fresh processes are plain interpreters (``sys.executable -c``) that receive the env
 pickled with ``cloudpickle`` (so an env class defined in a script or a notebook travels by
@@ -33,7 +34,7 @@ from gymnasium.utils.env_checker import check_env
 
 from agent_envs.core.env import COMMON_INFO_KEYS, TextEnv
 
-__all__ = ["check_text_env", "garbage_replies"]
+__all__ = ["check_text_env", "check_vision_env", "garbage_replies"]
 
 _SEED = 20261121
 _HASH_SEEDS = ("1", "2")  # one per fresh interpreter: str/bytes hashes differ between them
@@ -111,16 +112,25 @@ def _policy_replies(env: TextEnv, count: int) -> list[str]:
         return ["<answer>0</answer>", "no answer here"] * (count // 2 + 1)
 
 
+def _comparable(observation: Any) -> Any:
+    """A text observation as is; an image+text one as its text and its image's bytes."""
+    if isinstance(observation, dict):
+        image = np.asarray(observation["image"])
+        return (observation["text"], image.shape, image.tobytes())
+    return observation
+
+
 def _rollout(env: TextEnv, seed: int, replies: list[str]) -> list[tuple]:
     """Reset with ``seed``, play ``replies`` (resetting when an episode ends); the record."""
     observation, info = env.reset(seed=seed)
-    record: list[tuple] = [(observation, info["state_hash"], info["episode_seed"])]
+    record: list[tuple] = [(_comparable(observation), info["state_hash"], info["episode_seed"])]
     for reply in replies:
         observation, reward, terminated, truncated, info = env.step(reply)
+        observation = _comparable(observation)
         record.append((observation, float(reward), terminated, truncated, info["state_hash"]))
         if terminated or truncated:
             observation, info = env.reset()
-            record.append((observation, info["state_hash"], info["episode_seed"]))
+            record.append((_comparable(observation), info["state_hash"], info["episode_seed"]))
     return record
 
 
@@ -270,3 +280,79 @@ def check_text_env(env: gym.Env) -> None:
     _check_messages(base)
     _check_render_modes(base)
     _check_determinism(base)
+
+
+def _assert_image_observation(observation: Any, env: gym.Env, where: str) -> None:
+    assert isinstance(observation, dict) and set(observation) == {"text", "image"}, (
+        f"{where}: an image observation is a dict with keys 'text' and 'image'"
+    )
+    _assert_observation(observation["text"], env.unwrapped, where)
+    image = observation["image"]
+    box = env.observation_space["image"]
+    assert isinstance(image, np.ndarray) and image.dtype == np.uint8, f"{where}: image not uint8"
+    assert image.shape == box.shape, f"{where}: image shape {image.shape} != {box.shape}"
+
+
+def check_vision_env(env: gym.Env) -> None:
+    """:func:`check_text_env` for an image+text env (`agent_envs.core.vision.VisionEnv`): the
+    text env inside passes the whole text contract, and the wrapper's observations are
+    ``{"text", "image"}`` dicts inside its ``Dict`` space (text in the charset, the image a
+    fixed-size ``uint8`` RGB array) after resets and garbage replies, equal to the text env's
+    text, identical in two fresh Python processes, kept by pickle and deepcopy, and present
+    as one picture per user turn in :meth:`messages`."""
+    space = env.observation_space
+    assert isinstance(space, gym.spaces.Dict) and set(space.spaces) == {"text", "image"}, (
+        "observation_space must be Dict(text=Text, image=Box)"
+    )
+    box = space["image"]
+    assert isinstance(box, gym.spaces.Box) and box.dtype == np.uint8, "image must be a uint8 Box"
+    assert len(box.shape) == 3 and box.shape[2] == 3, "image must be (H, W, 3)"
+    check_text_env(env)
+    inner = env
+    while hasattr(inner, "env") and not callable(getattr(inner, "messages", None)):
+        inner = inner.env  # past Gymnasium's own wrappers, to the image wrapper
+    base = env.unwrapped
+    observation, _ = env.reset(seed=_SEED)
+    _assert_image_observation(observation, env, "reset")
+    assert observation["text"] == base.messages()[-1]["content"], "text differs from the env's"
+    for index, reply in enumerate(garbage_replies(np.random.default_rng(_SEED))):
+        try:
+            observation, _, terminated, truncated, _ = env.step(reply)
+        except Exception as error:
+            raise AssertionError(f"garbage reply #{index} raised {error!r}") from error
+        _assert_image_observation(observation, env, f"garbage reply #{index}")
+        if terminated or truncated:
+            env.reset()
+    replies = _policy_replies(base, 4)
+    env.reset(seed=_SEED + 1)
+    env.step(replies[0])
+    for name, clone in (
+        ("pickle", pickle.loads(pickle.dumps(env))),
+        ("deepcopy", copy.deepcopy(env)),
+    ):
+        probe = copy.deepcopy(env)
+        for reply in replies[1:]:
+            expected, got = probe.step(reply), clone.step(reply)
+            assert _comparable(expected[0]) == _comparable(got[0]), (
+                f"{name}: a copied env's images differ from the original's"
+            )
+            if expected[2] or expected[3]:
+                break
+    env.reset(seed=_SEED)
+    played = 0
+    for reply in replies[:2]:
+        _, _, terminated, truncated, _ = env.step(reply)
+        played += 1
+        if terminated or truncated:
+            break
+    users = [m for m in inner.messages() if m["role"] == "user"]
+    assert len(users) == played + 1, "one user message per observation"
+    for message in users:
+        kinds = [part.get("type") for part in message["content"]]
+        assert kinds.count("text") == 1 and len(kinds) == 2, f"bad user content {kinds}"
+    import cloudpickle
+
+    env_bytes = cloudpickle.dumps(env)
+    here = _rollout(pickle.loads(env_bytes), _SEED, replies)
+    fresh = _rollout_in_fresh_interpreter(env_bytes, _SEED, replies, _HASH_SEEDS[0])
+    assert fresh == here, "image episodes differ between this process and a fresh one"
