@@ -19,11 +19,9 @@ _DTYPES = {bool: np.bool_, int: np.int64, float: np.float64}
 
 
 def _column(values: Sequence[Any]) -> np.ndarray:
-    kinds = set(map(type, values))
-    if len(kinds) == 1:
-        dtype = _DTYPES.get(kinds.pop())
-        if dtype is not None:
-            return np.array(values, dtype=dtype)
+    dtype = _DTYPES.get(type(values[0]))
+    if dtype is not None and len(set(map(type, values))) == 1:
+        return np.array(values, dtype=dtype)
     return np.fromiter(values, dtype=object, count=len(values))
 
 

@@ -278,7 +278,11 @@ class TextVectorEnv(gym.vector.VectorEnv):
         """
         options = dict(options or {})
         mask = options.pop("reset_mask", None)
-        mask = [True] * self.num_envs if mask is None else self._check_mask(mask, "reset_mask")
+        mask = (
+            [True] * self.num_envs
+            if mask is None
+            else self._check_mask(mask, "options['reset_mask']")
+        )
         seeds: list[int | None] = [None] * self.num_envs
         streams: list[SeedStream | None] = [None] * self.num_envs
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):

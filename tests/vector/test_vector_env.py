@@ -183,6 +183,19 @@ def test_seed_stream__depends_only_on_entropy_key_and_count():
     assert resumed.next() == first[257]
 
 
+def test_seed_stream__seed_k_is_word_k_mod_256_of_block_k_div_256():
+    from agent_envs.vector.seeding import SeedStream
+
+    stream = SeedStream(5, (1,))
+    drawn = [stream.next() for _ in range(600)]
+    words = [
+        int(word) >> 1
+        for block in range(3)
+        for word in np.random.SeedSequence(5, spawn_key=(1, block)).generate_state(256, np.uint64)
+    ]
+    assert drawn == words[:600]
+
+
 def test_vector__without_respawn_a_killed_worker_raises_naming_pid_and_envs():
     envs = make(4, mode="async", num_workers=2, respawn_workers=False)
     envs.reset(seed=0)
