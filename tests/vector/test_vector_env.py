@@ -235,3 +235,17 @@ def test_vector__a_worker_that_exits_is_reported_with_its_exit_code():
     with pytest.raises(WorkerDiedError, match=expected):
         envs.step(["exit", WAIT, WAIT])
     envs.close()
+
+
+def test_batch_infos__same_keys_in_another_order_and_mixed_types():
+    batched = batch_infos([{"a": 1, "b": True}, {"b": False, "a": 2.5}])
+    assert batched["a"].dtype == object and batched["a"].tolist() == [1, 2.5]
+    assert batched["b"].dtype == np.bool_ and batched["b"].tolist() == [True, False]
+    assert batched["_a"].all() and batched["_b"].all()
+
+
+def test_vector__batched_spaces_share_the_single_env_space():
+    envs = make(8)
+    assert all(space is envs.single_observation_space for space in envs.observation_space)
+    assert all(space is envs.single_action_space for space in envs.action_space)
+    assert envs.observation_space.contains(envs.reset(seed=0)[0])
