@@ -23,8 +23,9 @@ episode was running ends it with ``truncated=True``, reward 0 and
 ``info["truncation_reason"] == "worker_died"`` (its only info key), in the ``step`` that
 found the death or, when another call found it, in the next ``step``, masked or not; its
 observation is the last one seen. Then, as for any truncation: ``NEXT_STEP`` resets the env on
-its next step, ``SAME_STEP`` resets it at once (the last observation goes to
-``final_obs``), ``DISABLED`` leaves it to ``reset`` (a step before that resets it). A
+its next step, ``SAME_STEP`` resets it at once (the last observation and that info go to
+``final_obs`` and ``final_info``), ``DISABLED`` leaves it to ``reset`` (a step before that
+resets it). Envs of the dead worker whose episode had already ended report nothing. A
 ``reset``, ``call`` or ``set_attr`` that found a death is run again on the new worker.
 The deaths are kept in :attr:`TextVectorEnv.worker_deaths`. With ``respawn_workers=False``, or
 when the new worker cannot start, the call raises :class:`WorkerDiedError`, as does every
