@@ -219,7 +219,7 @@ def test_vision__a_request_whose_images_do_not_match_its_placeholders_ends_alone
     assert answers[2].finish_reason == "error" and "data URL" in answers[2].error
 
 
-def test_vision__text_engines_see_the_text_of_a_vision_env(tokenizer_with_vision_tokens=None):
+def test_vision__text_engines_see_the_text_of_a_vision_env():
     """A plain tokenizer's ChatDelta renders typed content as its text parts."""
     tokenizer = build_tokenizer()
     delta = ChatDelta(tokenizer)
