@@ -32,6 +32,7 @@ master): they are listed in :data:`NETWORK_GAMES` and ``make`` refuses them unle
 from __future__ import annotations
 
 import copy
+import hashlib
 import random
 import re
 from collections.abc import Callable, Iterator
@@ -40,7 +41,6 @@ from typing import Any, ClassVar
 
 from agent_envs.core.env import ActionResult, TextEnv
 from agent_envs.core.parsing import ParsedReply
-from agent_envs.core.spaces import ASCII_CHARSET
 
 __all__ = [
     "MAX_MOVE_LENGTH",
@@ -72,13 +72,13 @@ NETWORK_GAMES: dict[str, str] = {
     "Wordle": "nltk.download() when its module is imported",
 }
 
-_CHARSET = frozenset(ASCII_CHARSET)
 _LISTED_MOVES = re.compile(
     r"(?:available moves|valid moves|available actions(?: are)?)\s*:\s*(.*)", re.IGNORECASE
 )
 _QUOTED_MOVE = re.compile(r"'(\[[^\]\n]*\])'")
 _INVALID_REASON = re.compile(r"attempted an invalid move\. Reason: (.*?) Please resubmit")
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+# everything outside ASCII_CHARSET (printable ASCII, newline, tab)
+_OUTSIDE_CHARSET = re.compile(r"[^\x20-\x7e\n\t]")
 _CUT_MARK = "[... earlier history cut ...]\n"
 _MAX_OPPONENT_MOVES = 10_000
 #: Longest move sent to a game: some TextArena move regexes backtrack quadratically on long
@@ -112,23 +112,49 @@ def game_name(textarena_id: str) -> str:
 
 
 def _to_ascii(text: str) -> str:
-    """Keep what our charset has; anything else (TextArena prints a few glyphs such as
-    the Sokoban box on goal) becomes ``?``."""
-    if text.isascii() and "\r" not in text and all(ch in _CHARSET for ch in text):
+    """Keep what our charset has; ``\r`` becomes a newline and anything else (TextArena
+    prints a few glyphs, such as Sokoban's box on goal) ``?``."""
+    if _OUTSIDE_CHARSET.search(text) is None:
         return text
-    return "".join(ch if ch in _CHARSET else ("\n" if ch == "\r" else "?") for ch in text)
+    return _OUTSIDE_CHARSET.sub(lambda found: "\n" if found.group() == "\r" else "?", text)
 
 
-def _canonical(value: Any) -> str:
-    """A process-independent text of a game state (sets sorted, addresses dropped)."""
-    if isinstance(value, dict):
-        items = sorted((_canonical(k), _canonical(v)) for k, v in value.items())
-        return "{" + ",".join(f"{k}:{v}" for k, v in items) + "}"
-    if isinstance(value, (set, frozenset)):
-        return "set(" + ",".join(sorted(_canonical(v) for v in value)) + ")"
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(_canonical(v) for v in value) + "]"
-    return _ADDRESS.sub("", repr(value))
+class _GrowingText:
+    """TextArena's observation, its ASCII form and a hash of it, updated by the part that is
+    new: the history an observation shows grows by appending, so each turn reads only the new
+    part (not the whole history) to check the charset and to hash."""
+
+    def __init__(self) -> None:
+        self.set("")
+
+    def set(self, text: str) -> None:
+        self.text = ""
+        self.new = ""
+        self.ascii = ""
+        self._hasher = hashlib.blake2b(digest_size=8)
+        self.extend_to(text)
+
+    def extend_to(self, text: str) -> None:
+        if not text.startswith(self.text):
+            self.set(text)
+            return
+        new = text[len(self.text) :]
+        self.new = new
+        self.text = text
+        self.ascii += _to_ascii(new)
+        self._hasher.update(new.encode("utf-8", "surrogatepass"))
+
+    def hash_with(self, tail: str) -> str:
+        """The digest of ``text + tail`` (as ``hashlib.blake2b(digest_size=8)``)."""
+        hasher = self._hasher.copy()
+        hasher.update(tail.encode("utf-8", "surrogatepass"))
+        return hasher.hexdigest()
+
+    def __getstate__(self) -> str:  # hash objects do not pickle
+        return self.text
+
+    def __setstate__(self, text: str) -> None:
+        self.set(text)
 
 
 def _raw(game: Any) -> Any:
@@ -225,11 +251,13 @@ class TextArenaEnv(TextEnv):
 
     Episode end: terminated when the game ends; truncated after ``max_turns`` turns.
 
-    Randomness: every call into TextArena runs with this env's own state of Python's
-    ``random`` (TextArena's games draw from the global one), swapped in and out around the
-    call, so envs do not disturb each other, copies continue like the original and the
-    ``seed`` of ``reset`` (passed to TextArena's ``reset``) reproduces the game. Games that
-    draw from NumPy's global generator (SpellingBee, IteratedStagHunt) are not covered.
+    Randomness: the ``seed`` of ``reset`` is passed to TextArena's ``reset`` and reproduces
+    the game. TextArena's games draw from Python's global ``random``; with ``own_random=True``
+    (the default) every call into TextArena runs with this env's own state of it, swapped in
+    and out around the call (about 13 us a turn), so envs in one process (a vector env) do
+    not disturb each other or the caller's stream, and copies continue like the original.
+    ``own_random=False`` leaves the global generator shared, as raw TextArena does. Games
+    that draw from NumPy's global generator (SpellingBee, IteratedStagHunt) are not covered.
 
     Information (besides the common keys): ``player_id`` (our seat), ``game_rewards`` (the
     rewards TextArena's ``close()`` gave, player id → reward, ``None`` before the end),
@@ -238,7 +266,8 @@ class TextArenaEnv(TextEnv):
 
     Arguments: ``make(textarena_id, *, opponent="random", agent_player=0, max_turns=100,
     reply_format="answer", format_penalty=-0.1, invalid_action_penalty=-0.1,
-    allow_network=False)``; ``agent_player`` is 0, 1 or ``"random"`` (drawn per episode).
+    allow_network=False, own_random=True)``; ``agent_player`` is 0, 1 or ``"random"`` (drawn
+    per episode).
     """
 
     action_separator: ClassVar[str | None] = None
@@ -261,6 +290,7 @@ class TextArenaEnv(TextEnv):
         format_penalty: float = -0.1,
         invalid_action_penalty: float = -0.1,
         allow_network: bool = False,
+        own_random: bool = True,
         render_mode: str | None = None,
     ) -> None:
         super().__init__(
@@ -280,32 +310,42 @@ class TextArenaEnv(TextEnv):
             raise ValueError(f"opponent must be 'random' or a callable, got {opponent!r}")
         if agent_player not in (0, 1, "random"):
             raise ValueError(f"agent_player must be 0, 1 or 'random', got {agent_player!r}")
+        if not isinstance(own_random, bool):
+            raise ValueError(f"own_random must be a bool, got {own_random!r}")
         if reply_format not in ("answer", "raw"):
             raise ValueError(f"reply_format must be 'answer' or 'raw', got {reply_format!r}")
         self.textarena_id = textarena_id
         self.opponent = opponent
         self.agent_player = agent_player
         self.reply_format = reply_format
+        self.own_random = own_random
         self._random_state = random.Random(0).getstate()
         with self._own_random():
             self._game = ta.make(textarena_id)
+        self._raw_game = _raw(self._game)
         self.num_players = self._probe_players()
         if self.num_players == 1 and agent_player == 1:
             raise ValueError(f"agent_player=1 but {textarena_id!r} is a one-player game")
         self._seat = 0
-        self._observation = ""
+        self._view = _GrowingText()
         self._result: tuple[dict[int, float], dict[Any, Any]] | None = None
         self._opponent_moves: list[str] = []
 
     # ----------------------------------------------------------------- TextArena calls
     @contextmanager
-    def _own_random(self) -> Iterator[None]:
+    def _own_random(self, *, trial: bool = False) -> Iterator[None]:
+        """Run the block with this env's state of Python's global ``random``; ``trial``:
+        on a copy of it (moves tried on copies of the game leave the game's stream as is)."""
+        if not self.own_random:
+            yield
+            return
         outside = random.getstate()
         random.setstate(self._random_state)
         try:
             yield
         finally:
-            self._random_state = random.getstate()
+            if not trial:
+                self._random_state = random.getstate()
             random.setstate(outside)
 
     def _probe_players(self) -> int:
@@ -321,7 +361,7 @@ class TextArenaEnv(TextEnv):
 
     @property
     def _state(self) -> Any:
-        return _raw(self._game).state
+        return self._raw_game.state
 
     def _play_opponents(self) -> None:
         """Let the opponent move until it is our turn or the game ended; store our view."""
@@ -331,12 +371,24 @@ class TextArenaEnv(TextEnv):
                 return
             player, observation = self._game.get_observation()
             if player == self._seat:
-                self._observation = observation
+                self._see(observation)
                 return
             move = self._opponent_move(observation)
             self._opponent_moves.append(move)
             self._game.step(move)
         raise RuntimeError(f"the opponent made {_MAX_OPPONENT_MOVES} moves in a row")
+
+    def _see(self, observation: Any) -> None:
+        """Take our player's observation: the history string of ids with TextArena's
+        observation wrappers, or (``-raw`` ids) the list of new messages, which we append."""
+        if isinstance(observation, str):
+            self._view.extend_to(observation)
+            return
+        lines = [
+            f"\n[{'GAME' if sender == -1 else f'Player {sender}'}] {message}"
+            for sender, message, *_ in observation or ()
+        ]
+        self._view.extend_to(self._view.text + "".join(lines))
 
     def _opponent_move(self, observation: str) -> str:
         if self.opponent != "random":
@@ -359,13 +411,15 @@ class TextArenaEnv(TextEnv):
                 words = [word.strip(" '.") for word in listed.group(1).split(",")]
                 return [f"[{word}]" for word in words if word]
         accepted = []
-        for move in _candidate_moves(self.game, _raw(self._game)):
-            trial = copy.deepcopy(_raw(self._game))
+        stream = random.getstate()  # trials must not draw from the game's stream
+        for move in _candidate_moves(self.game, self._raw_game):
+            trial = copy.deepcopy(self._raw_game)
             turn = trial.state.turn
             trial.step(move)
             invalid = trial.state.game_info[trial.state.current_player_id].get("invalid_move")
             if trial.state.turn > turn and not invalid:
                 accepted.append(move)
+            random.setstate(stream)
         return accepted
 
     # ----------------------------------------------------------------- TextEnv hooks
@@ -395,12 +449,14 @@ class TextArenaEnv(TextEnv):
         else:
             self._seat = 0 if self.agent_player == "random" else int(self.agent_player)
         self._result = None
-        self._observation = ""
+        self._reported = False
+        self._view.set("")
         with self._own_random():
             # A fresh game per episode: TextArena's LLMObservationWrapper keeps every earlier
             # episode's history when its env is reset (measured on 0.7.4).
             self._game = _require_textarena().make(self.textarena_id)
             self._game.reset(num_players=self.num_players, seed=self._episode_seed)
+            self._raw_game = _raw(self._game)
             self._play_opponents()
             self._finish_if_done()
 
@@ -412,16 +468,16 @@ class TextArenaEnv(TextEnv):
         turn = state.turn
         with self._own_random():
             self._game.step(action)
-            state = self._state
             rejected = state.turn == turn or bool(state.game_info[self._seat].get("invalid_move"))
             if not rejected:
                 self._play_opponents()
             elif not state.done:
                 self._opponent_moves = []
-                _, self._observation = self._game.get_observation()
+                self._see(self._game.get_observation()[1])
+            self._finish_if_done()
         message = ""
         if rejected:
-            found = _INVALID_REASON.findall(self._observation)
+            found = _INVALID_REASON.findall(self._view.new)
             message = found[-1] if found else "the game rejected the move"
         # The game's end (reward from close()) is reported by _end_turn, which also runs after
         # a rejected move (a second rejected move ends the game).
@@ -432,19 +488,18 @@ class TextArenaEnv(TextEnv):
         if self._state.done and self._result is None:
             rewards, game_info = self._game.close()
             self._result = ({int(k): float(v) for k, v in (rewards or {}).items()}, game_info)
+            self._reported = False
 
     def _end_turn(self) -> ActionResult | None:
-        if self._result is not None or not self._state.done:
+        if self._result is None or self._reported:
             return None
-        with self._own_random():
-            self._finish_if_done()
-        return ActionResult(self._result[0].get(self._seat, 0.0), True, True, True)
+        self._reported = True
+        return ActionResult(self._reward(), True, True, True)
 
     def _render_text(self) -> str:
-        text = self._observation
+        text = self._view.ascii
         if self._result is not None:
-            text += f"\n[GAME OVER] {self._reason()} Your reward: {self._reward():+g}."
-        text = _to_ascii(text)
+            text += _to_ascii(f"\n[GAME OVER] {self._reason()} Your reward: {self._reward():+g}.")
         limit = self.observation_max_length - _FEEDBACK_ROOM
         if len(text) > limit:
             text = _CUT_MARK + text[len(text) - limit + len(_CUT_MARK) :]
@@ -462,19 +517,22 @@ class TextArenaEnv(TextEnv):
     def _is_success(self) -> bool:
         return self._result is not None and self._reward() >= 1
 
-    def _state_bytes(self) -> bytes:
+    def _hash_tail(self) -> str:
         state = self._state
-        parts = (
-            self.textarena_id,
-            self._seat,
-            state.turn,
-            state.current_player_id,
-            state.done,
-            self._observation,
-            _canonical(state.game_state),
-            _canonical(self._result),
+        return (
+            f"|{self.textarena_id}|{self._episode_seed}|{self._seat}|{state.turn}|"
+            f"{state.current_player_id}|{state.done}|{self._reward()}"
         )
-        return _canonical(parts).encode("utf-8", "backslashreplace")
+
+    def _state_bytes(self) -> bytes:
+        # TextArena's game states hold arbitrary Python objects; a game is a function of its
+        # seed and its moves, which the history-keeping observation records.
+        return (self._view.text + self._hash_tail()).encode("utf-8", "surrogatepass")
+
+    def state_hash(self) -> str:
+        """``blake2b(_state_bytes(), digest_size=8)``, hashing only the observation's new
+        part each turn."""
+        return self._view.hash_with(self._hash_tail())
 
     def _extra_info(self) -> dict[str, Any]:
         return {
@@ -489,24 +547,45 @@ class TextArenaEnv(TextEnv):
         moves = self.legal_moves()
         return [moves[int(rng.integers(len(moves)))]] if moves else []
 
-    def legal_moves(self) -> list[str]:
-        """Our moves the game accepts now: those it lists in its observation, else the
+    def legal_moves(self, observation: str | None = None) -> list[str]:
+        """The moves the game accepts now from the player whose turn it is: those it lists in
+        ``observation`` (default: our last one; an opponent passes its own), else the
         candidates of the few games that list none (ConnectFour, Nim, TowerOfHanoi,
         Minesweeper), each tried on a copy of the game; ``[]`` when neither is known."""
-        if self._result is not None:
+        if self._state.done:
             return []
-        with self._own_random():
-            return self._legal_moves(self._observation)
+        with self._own_random(trial=True):
+            return self._legal_moves(self._view.text if observation is None else observation)
+
+    def simulate(self, moves: list[str]) -> dict[str, Any]:
+        """Play ``moves`` in turn on a copy of the game (this env is not changed): for
+        look-ahead agents. Returns ``accepted`` (one bool per move played), ``done`` and
+        ``rewards`` (TextArena's, once the game ended) and ``mover`` (the player who made
+        the first move)."""
+        accepted: list[bool] = []
+        with self._own_random(trial=True):
+            trial = copy.deepcopy(self._raw_game)
+            mover = trial.state.current_player_id
+            for move in moves:
+                if trial.state.done:
+                    break
+                turn = trial.state.turn
+                trial.step(move)
+                accepted.append(trial.state.turn > turn)
+        rewards = dict(trial.state.rewards or {}) if trial.state.done else None
+        return {"accepted": accepted, "done": trial.state.done, "rewards": rewards, "mover": mover}
 
     # ----------------------------------------------------------------- copies
     def __getstate__(self) -> dict[str, Any]:
         state = dict(vars(self))
         state["_game"] = _WrappedGame(self._game)
+        del state["_raw_game"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         state = dict(state)
         state["_game"] = state["_game"].rebuild()
+        state["_raw_game"] = _raw(state["_game"])
         vars(self).update(state)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> TextArenaEnv:
