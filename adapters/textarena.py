@@ -157,6 +157,15 @@ class _GrowingText:
         self.set(text)
 
 
+def _messages_text(messages: Any) -> str:
+    """TextArena's message list (``-raw`` ids, no observation wrapper) as
+    ``LLMObservationWrapper`` prints it."""
+    return "".join(
+        f"\n[{'GAME' if sender == -1 else f'Player {sender}'}] {message}"
+        for sender, message, *_ in messages or ()
+    )
+
+
 def _raw(game: Any) -> Any:
     """The innermost TextArena env under its wrappers."""
     ta = _require_textarena()
@@ -373,6 +382,8 @@ class TextArenaEnv(TextEnv):
             if player == self._seat:
                 self._see(observation)
                 return
+            if not isinstance(observation, str):  # a -raw id: the new messages
+                observation = _messages_text(observation)
             move = self._opponent_move(observation)
             self._opponent_moves.append(move)
             self._game.step(move)
@@ -383,12 +394,8 @@ class TextArenaEnv(TextEnv):
         observation wrappers, or (``-raw`` ids) the list of new messages, which we append."""
         if isinstance(observation, str):
             self._view.extend_to(observation)
-            return
-        lines = [
-            f"\n[{'GAME' if sender == -1 else f'Player {sender}'}] {message}"
-            for sender, message, *_ in observation or ()
-        ]
-        self._view.extend_to(self._view.text + "".join(lines))
+        else:
+            self._view.extend_to(self._view.text + _messages_text(observation))
 
     def _opponent_move(self, observation: str) -> str:
         if self.opponent != "random":

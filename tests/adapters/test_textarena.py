@@ -251,3 +251,67 @@ def test_grl_env_as_textarena_env__registered_and_pickles():
     assert clone.env.unwrapped.state_hash() == raw.env.unwrapped.state_hash()
     with pytest.raises(ValueError, match="env_ids"):
         register_grl_games(("grl/NoSuch-v0",))
+
+
+def test_textarena__raw_ids_without_wrappers_show_the_history():
+    env = make("TicTacToe-v0-raw", opponent=first_listed_move)
+    first, _ = env.reset(seed=0)
+    observation, _, _, _, info = env.step("<answer>[4]</answer>")
+    assert info["action_valid"] and observation.startswith(first)
+    assert "[Player 1] [0]" in observation
+    # no ActionFormattingWrapper on -raw ids: a bare number is not a move there
+    _, _, _, _, info = env.step("<answer>8</answer>")
+    assert not info["action_valid"]
+
+
+def test_textarena__state_hash_is_the_hash_of_state_bytes():
+    import hashlib
+
+    env = make("ConnectFour-v0")
+    _, info = env.reset(seed=3)
+    for move in ("[col 0]", "[col 9]", "[col 1]"):
+        expected = hashlib.blake2b(env._state_bytes(), digest_size=8).hexdigest()
+        assert info["state_hash"] == expected
+        info = env.step(f"<answer>{move}</answer>")[4]
+
+
+def test_textarena__trying_moves_leaves_the_game_unchanged():
+    """legal_moves and simulate try moves on copies: the game, and its random stream
+    (Minesweeper places its mines at the first reveal), are as before."""
+    plain, probed = make("Minesweeper-v0"), make("Minesweeper-v0")
+    plain.reset(seed=9)
+    probed.reset(seed=9)
+    for move in ("[4 4]", "[0 7]", "[7 0]"):
+        before = probed.state_hash()
+        assert move in probed.legal_moves()
+        probed.simulate([move, "[1 1]"])
+        assert probed.state_hash() == before
+        expected = plain.step(f"<answer>{move}</answer>")
+        got = probed.step(f"<answer>{move}</answer>")
+        assert got[0] == expected[0] and got[4]["state_hash"] == expected[4]["state_hash"]
+        if got[2]:
+            break
+
+
+def test_textarena__engine_opponent_sends_the_observation_as_chat():
+    from adapters.engines.base import Generation
+    from adapters.textarena import engine_opponent
+
+    class EchoEngine:  # an engine that reads chat messages, as the HTTP chat engine does
+        name, tokenizer = "echo", None
+
+        def __init__(self):
+            self.seen = []
+
+        def generate(self, requests):
+            self.seen += [request.messages for request in requests]
+            return [Generation("I take the corner. [0]") for _ in requests]
+
+    engine = EchoEngine()
+    env = make("TicTacToe-v0", opponent=engine_opponent(engine, max_new_tokens=32))
+    env.reset(seed=0)
+    _, _, _, _, info = env.step("<answer>[4]</answer>")
+    assert info["opponent_moves"] == ["I take the corner. [0]"]
+    assert (
+        engine.seen[0][0]["role"] == "user" and "You are Player 1" in engine.seen[0][0]["content"]
+    )
