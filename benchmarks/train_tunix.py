@@ -134,6 +134,8 @@ def env_tokenizer(env_id: str, *, vocab_size: int = 600, episodes: int = 20) -> 
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
+    import agent_envs  # noqa: F401  (registers the grl/* ids)
+
     env = gymnasium.make(env_id)
     texts = [env.unwrapped.instructions]
     for seed in range(episodes):
