@@ -60,18 +60,24 @@ def build(args: argparse.Namespace) -> Any:
     )
 
 
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (``port=0``: a free one)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # proto=IPPROTO_TCP: asyncio turns Nagle off (TCP_NODELAY) only on sockets that say TCP;
+    # with proto 0 every response paid ~40 ms of Nagle + delayed ACK
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    return sock
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     import uvicorn
 
     app = build(args)
-    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
-    # proto=IPPROTO_TCP: asyncio turns Nagle off (TCP_NODELAY) only on sockets that say TCP;
-    # with proto 0 every response paid ~40 ms of Nagle + delayed ACK
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((args.host, args.port))
-    sock.listen(2048)
+    sock = bind_socket(args.host, args.port)
     host, port = sock.getsockname()[:2]
     config = uvicorn.Config(
         app, log_level=args.log_level, backlog=2048, ws_max_size=args.max_body_bytes

@@ -30,10 +30,11 @@ env id or session (404), a step before reset (409), an expired session (410), a 
 escapes included), bad env kwargs, reset options or field types (422), too many sessions
 (429). An env that raises anyway answers 500 with the same shape.
 
-**Execution.** Env calls run on the event loop while they are fast: an env id whose call once
-took longer than ``inline_budget`` seconds (default 2 ms) has all its later calls run in
-worker threads, so a slow env (a SQL query, a big search) never stalls the other sessions.
-Env construction always runs in a thread. Calls on one session never overlap.
+**Execution.** Env calls run on the event loop while they are fast (the median of an env
+id's last 15 calls within ``inline_budget``, default 2 ms, and its latest call under 25 times
+that), in worker threads otherwise, so a slow env (a SQL query, a big search) does not stall
+the other sessions for long (see `_Runner`). Env construction and the HTML replay always run
+in a thread. Calls on one session never overlap.
 
 **Sessions** expire after ``session_ttl`` idle seconds (see `adapters.server.sessions`); the
 reaper runs every ``session_ttl / 4`` seconds (at most every second). ``server_id`` in
@@ -43,11 +44,13 @@ from a lost connection.
 
 # no `from __future__ import annotations`: FastAPI reads the route annotations at runtime
 import asyncio
+import collections
 import contextlib
 import hmac
 import io
 import json
 import secrets
+import statistics
 import time
 from typing import Any
 
@@ -172,28 +175,47 @@ class _Refused(Exception):
 
 
 class _Runner:
-    """Runs env calls inline while they are fast, in threads once an env id proved slow."""
+    """Runs env calls inline while they are fast, in worker threads while they are not.
+
+    Per env id it keeps the durations of the last 15 calls (timed where they ran). Calls run
+    on the event loop while the median of those is within ``inline_budget`` and the latest
+    call took under 25 times that; otherwise in a thread. One slow call (a big query, or the
+    process being preempted) sends the next call to a thread; a median back under budget
+    brings the calls back inline.
+    """
 
     def __init__(self, inline_budget: float) -> None:
         self.inline_budget = inline_budget
+        self.durations: dict[str, collections.deque[float]] = {}
         self.slow: set[str] = set()
+
+    def _timed(self, env_id: str, function: Any, args: tuple, kwargs: dict) -> Any:
+        start = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            elapsed = time.perf_counter() - start
+            window = self.durations.setdefault(env_id, collections.deque(maxlen=15))
+            window.append(elapsed)
+            slow = elapsed > 25 * self.inline_budget
+            if slow or statistics.median(window) > self.inline_budget:
+                self.slow.add(env_id)
+            else:
+                self.slow.discard(env_id)
 
     async def run(self, session: Session, function: Any, *args: Any, **kwargs: Any) -> Any:
         from starlette.concurrency import run_in_threadpool
 
-        if session.env_id not in self.slow and session.lock.acquire(blocking=False):
+        env_id = session.env_id
+        if env_id not in self.slow and session.lock.acquire(blocking=False):
             try:
-                start = time.perf_counter()
-                result = function(*args, **kwargs)
-                if time.perf_counter() - start > self.inline_budget:
-                    self.slow.add(session.env_id)
-                return result
+                return self._timed(env_id, function, args, kwargs)
             finally:
                 session.lock.release()
 
         def locked() -> Any:
             with session.lock:
-                return function(*args, **kwargs)
+                return self._timed(env_id, function, args, kwargs)
 
         return await run_in_threadpool(locked)
 
@@ -291,6 +313,7 @@ def create_app(
         description="Stateful sessions of the grl/* text environments.",
         lifespan=lifespan,
     )
+    app.add_middleware(_Guard, max_body_bytes=max_body_bytes, token=token)
     app.state.store = store
     app.state.server_id = server_id
 
@@ -439,6 +462,8 @@ def create_app(
         if not isinstance(message, dict):
             raise _Refused(422, "invalid_request", "a message must be a JSON object")
         op = message.get("op")
+        if op not in ("create", "attach", "reset", "step", "close"):
+            raise _Refused(422, "unknown_op", f"op must be create/attach/reset/step/close: {op!r}")
         if op == "create":
             env_kwargs = message.get("env_kwargs") or {}
             session = await run_in_threadpool(store.create, message.get("env_id"), env_kwargs)
@@ -461,11 +486,9 @@ def create_app(
         if op == "step":
             action = message.get("action")
             return await do_step(session, action if isinstance(action, str) else None)
-        if op == "close":
-            await run_in_threadpool(store.close, session.id)
-            state["session"] = None
-            return {"closed": session.id}
-        raise _Refused(422, "unknown_op", f"op must be create/attach/reset/step/close: {op!r}")
+        await run_in_threadpool(store.close, session.id)  # op == "close"
+        state["session"] = None
+        return {"closed": session.id}
 
     @app.post("/sessions/{session_id}/reset")
     async def reset(session_id: str = SessionId, request: ResetRequest | None = None) -> Response:

@@ -182,11 +182,17 @@ class RemoteEnv(gymnasium.Env):
 
     def _message(self, payload: dict[str, Any]) -> Any:
         """One WebSocket round trip; `_SessionLost` when the server or the session is gone."""
-        from websockets.exceptions import ConnectionClosed
+        from websockets.exceptions import ConnectionClosed, InvalidStatus
 
         try:
             if self._ws is None:
-                self._ws = self._connect()
+                try:
+                    self._ws = self._connect()
+                except InvalidStatus as error:  # refused at the handshake: the token
+                    status = error.response.status_code
+                    raise ServerError(
+                        status, "refused", f"WebSocket handshake: {status}"
+                    ) from error
             self._ws.send(_encode(payload))  # a binary frame: UTF-8 JSON
             reply = json.loads(self._ws.recv(timeout=self.request_timeout))
         except (ConnectionClosed, OSError) as error:
@@ -204,13 +210,14 @@ class RemoteEnv(gymnasium.Env):
 
         url = "ws" + self.base_url.removeprefix("http") + "/ws"
         headers = {k: v for k, v in self._headers.items() if k == "authorization"}
-        return connect(
+        connection = connect(
             url,
             additional_headers=headers,
             max_size=None,
             compression=None,
             open_timeout=self.request_timeout,
         )
+        return connection.__enter__()  # closed by _drop_ws (websockets >= 17.1 wants this)
 
     def _drop_ws(self) -> None:
         if self._ws is not None:
@@ -284,6 +291,7 @@ class RemoteEnv(gymnasium.Env):
             "replies": [],
             "hashes": [info.get("state_hash")],
             "observations": [observation],
+            "done": False,
         }
         self._last = (observation, info)
         return observation, info
@@ -297,7 +305,9 @@ class RemoteEnv(gymnasium.Env):
             if not self._resume():
                 return self._marked()
             data = self._session_call("step", payload)
-        if self._episode is not None:
+        if self._episode is not None and not self._episode["done"]:
+            # as the env records it: replies after the episode's end are not part of it
+            self._episode["done"] = data["terminated"] or data["truncated"]
             self._episode["replies"].append(reply)
             self._episode["hashes"].append(data["info"].get("state_hash"))
             self._episode["observations"].append(data["observation"])
@@ -441,9 +451,13 @@ class RemoteVectorEnv(gymnasium.vector.VectorEnv):
             raise ValueError(f"group_size must be a positive int, got {group_size!r}")
         if num_envs % group_size:
             raise ValueError(f"group_size={group_size} must divide num_envs={num_envs}")
-        mode = AutoresetMode(autoreset_mode)
-        if mode is AutoresetMode.SAME_STEP:
-            raise ValueError("autoreset_mode must be 'disabled' or 'next_step', got 'same_step'")
+        mode = autoreset_mode
+        if isinstance(mode, str) and mode.upper() in AutoresetMode.__members__:
+            mode = AutoresetMode[mode.upper()]
+        if mode not in (AutoresetMode.DISABLED, AutoresetMode.NEXT_STEP):
+            raise ValueError(
+                f"autoreset_mode must be 'disabled' or 'next_step', got {autoreset_mode!r}"
+            )
         self._group_streams = group_streams
         limits = httpx.Limits(max_connections=num_envs, max_keepalive_connections=num_envs)
         self._clients = [httpx.Client(timeout=request_timeout, limits=limits) for _ in servers]

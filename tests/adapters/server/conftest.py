@@ -1,0 +1,50 @@
+"""Servers for the env-server tests: in this process (uvicorn in a thread, on a socket bound
+to 127.0.0.1 and a free port), or as a ``python -m adapters.server`` process stopped by its
+pid."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+pytest.importorskip("httpx")
+pytest.importorskip("websockets")
+
+
+@contextlib.contextmanager
+def serve(app: Any, port: int = 0) -> Iterator[str]:
+    """Serve ``app`` on 127.0.0.1 (``port=0``: a free one) for the ``with`` block."""
+    import uvicorn
+
+    from adapters.server.__main__ import bind_socket
+
+    sock = bind_socket("127.0.0.1", port)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="error", ws_max_size=64 << 20))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        sock.close()
+
+
+@pytest.fixture(scope="module")
+def server_url() -> Iterator[str]:
+    from adapters.server import create_app
+
+    with serve(create_app()) as url:
+        yield url
