@@ -262,6 +262,10 @@ class TunixEngine:
     of a sample is a sample). ``finish_reason`` is ``"stop"`` when the model sampled a stop
     token, ``"length"`` otherwise. The batch is padded to a power of two with copies of its
     first prompt, which bounds how many shapes the sampler compiles for as episodes finish.
+    Tunix pads prompts to a power of two: the rollout config's ``kv_cache_size`` must hold
+    the padded longest prompt plus a turn's budget (a ``ValueError`` names it otherwise). Only
+    Tunix's ``"vanilla"`` rollout engine takes token-id prompts (tested); vLLM and SGLang
+    rollouts take strings.
     """
 
     def __init__(self, cluster: Any, *, mode: str = "train", seed: int = 0, name: str = "tunix"):
@@ -328,6 +332,16 @@ class TunixEngine:
         size = 1 << (len(prompts) - 1).bit_length()
         prompts += [prompts[0]] * (size - len(prompts))
         config = self.rollout_config(budget, stop_token_ids)
+        longest = max(len(prompt) for prompt in prompts)
+        padded = config.max_prompt_length  # Tunix's sampler pads prompts to this, or
+        if padded < longest:  # to the next power of two when the longest is longer
+            padded = 1 << (longest - 1).bit_length()
+        if padded + budget > config.kv_cache_size:
+            raise ValueError(
+                f"kv_cache_size={config.kv_cache_size} of the cluster's rollout config cannot "
+                f"hold a {longest}-token prompt (padded to {padded}) plus {budget} new tokens: "
+                "raise it, or lower the collector's max_total_tokens"
+            )
         self.calls += 1
         output = self.cluster.rollout.generate(prompts, config)
         generations = []

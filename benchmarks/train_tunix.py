@@ -66,6 +66,10 @@ class Args:
     """layers of the tiny model"""
     tiny_width: int = 64
     """width of the tiny model"""
+    fsdp: int = 1
+    """devices on the mesh's "fsdp" axis (accelerators: fsdp x tp devices)"""
+    tp: int = 1
+    """devices on the mesh's "tp" (tensor parallel) axis"""
     seed: int = 0
     """model initialisation and sampling seed"""
     steps: int = 10
@@ -107,7 +111,8 @@ class Args:
 def _check(args: Args) -> None:
     if args.estimator not in ESTIMATORS:
         raise SystemExit(f"--estimator must be one of {ESTIMATORS}, got {args.estimator!r}")
-    for name in ("steps", "groups", "group_size", "max_turns", "max_new_tokens", "val_episodes"):
+    positive = ("steps", "groups", "group_size", "max_turns", "max_new_tokens", "val_episodes")
+    for name in (*positive, "fsdp", "tp"):
         if getattr(args, name) < 1:
             raise SystemExit(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     if args.group_size < 2:
@@ -204,6 +209,23 @@ def load_model(args: Args, vocab_size: int, mesh: Any) -> Any:
     return params.create_model_from_safe_tensors(args.model, config, mesh)
 
 
+def make_mesh(args: Args) -> Any:
+    """``fsdp x tp`` devices with Auto axes (``jax.make_mesh`` makes Explicit ones, which
+    Tunix's models reject)."""
+    import jax
+
+    from adapters.tunix import single_device_mesh
+
+    size = args.fsdp * args.tp
+    if size == 1:
+        return single_device_mesh()
+    devices = jax.devices()
+    if len(devices) < size:
+        raise SystemExit(f"--fsdp x --tp = {size} devices, this machine has {len(devices)}")
+    grid = np.array(devices[:size]).reshape(args.fsdp, args.tp)
+    return jax.sharding.Mesh(grid, ("fsdp", "tp"))
+
+
 def advantages_of(args: Args, records: list[Any]) -> list[Any] | np.ndarray:
     """Per-episode advantages, or GiGPO's per-turn values laid out per token."""
     from adapters import advantages as estimators
@@ -243,7 +265,7 @@ def main(args: Args) -> list[dict[str, Any]]:
     settings = {key: str(value) for key, value in dataclasses.asdict(args).items()}
     (args.out / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")
     tokenizer = load_tokenizer(args)
-    mesh = glue.single_device_mesh()
+    mesh = make_mesh(args)
     model = load_model(args, len(tokenizer), mesh)
     reference = load_model(args, len(tokenizer), mesh) if args.beta > 0 else None
     cluster = glue.make_cluster(

@@ -146,6 +146,9 @@ def test_engine__eval_mode_is_greedy_and_reproducible(cluster, tokenizer):
     assert np.all(np.isfinite(first.logprobs))
     missing = engine.generate([GenerationRequest(max_new_tokens=4)])[0]
     assert missing.finish_reason == "error" and "prompt_ids" in missing.error
+    # 600 prompt tokens pad to 1024, the cluster's whole KV cache: no room for new tokens
+    with pytest.raises(ValueError, match="kv_cache_size=1024"):
+        engine.generate([GenerationRequest(max_new_tokens=4, prompt_ids=[5] * 600)])
 
 
 # --------------------------------------------------------------------- batches
