@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
 
 import pytest
 
 pytest.importorskip("pettingzoo")
-pytest.importorskip("textarena")
 
 from pettingzoo.test import api_test, parallel_api_test
 
@@ -18,6 +18,10 @@ from adapters.pettingzoo import (
     textarena_aec_env,
 )
 
+needs_textarena = pytest.mark.skipif(
+    importlib.util.find_spec("textarena") is None, reason="textarena is not installed"
+)
+
 
 @pytest.fixture(autouse=True)
 def _quiet():
@@ -26,11 +30,13 @@ def _quiet():
         yield
 
 
+@needs_textarena
 @pytest.mark.parametrize("textarena_id", ["TicTacToe-v0", "ConnectFour-v0", "KuhnPoker-v0"])
 def test_textarena_aec__passes_api_test(textarena_id):
     api_test(textarena_aec_env(textarena_id), num_cycles=200)
 
 
+@needs_textarena
 def test_textarena_aec__plain_str_observation_fails_api_test():
     """The trap: api_test compares an observation's dtype with Text.dtype ('<U'); a plain str
     has no dtype. TextObservation carries it."""
@@ -50,6 +56,7 @@ def _play(env, moves):
         env.step(move)
 
 
+@needs_textarena
 def test_textarena_aec__turn_comes_from_textarena_player_id():
     """Kuhn Poker's first round opens with player 1 (TextArena 0.7.4), not player 0."""
     env = textarena_aec_env("KuhnPoker-v0")
@@ -61,6 +68,7 @@ def test_textarena_aec__turn_comes_from_textarena_player_id():
     assert "[Player 1] [check]" in env.observe("player_0")
 
 
+@needs_textarena
 def test_textarena_aec__rejected_move_keeps_the_turn():
     env = textarena_aec_env("TicTacToe-v0")
     env.reset(seed=0)
@@ -75,6 +83,7 @@ def test_textarena_aec__rejected_move_keeps_the_turn():
     assert env.rewards == {"player_0": 1.0, "player_1": -1.0}
 
 
+@needs_textarena
 def test_textarena_aec__close_rewards_then_dead_steps_remove_agents():
     env = textarena_aec_env("TicTacToe-v0")
     env.reset(seed=0)
@@ -93,6 +102,7 @@ def test_textarena_aec__close_rewards_then_dead_steps_remove_agents():
     assert env.agents == []
 
 
+@needs_textarena
 def test_textarena_aec__max_moves_truncates():
     env = textarena_aec_env("TicTacToe-v0", max_moves=2)
     env.reset(seed=0)
@@ -100,6 +110,7 @@ def test_textarena_aec__max_moves_truncates():
     assert all(env.truncations.values()) and not any(env.terminations.values())
 
 
+@needs_textarena
 def test_textarena_aec__bad_configuration_names_the_argument():
     with pytest.raises(ValueError, match="max_moves"):
         textarena_aec_env("TicTacToe-v0", max_moves=0)

@@ -226,13 +226,19 @@ def test_grl_env_as_textarena_env__oracle_solves_through_textarena_wrappers():
     reference = gymnasium.make("grl/Sokoban-v0").unwrapped
     first, _ = reference.reset(seed=0)
     assert player == 0 and reference.instructions in observation and first in observation
+
+    class OracleAgent(ta.Agent):  # TextArena's agent interface: observation -> action
+        def __call__(self, observation: str) -> str:
+            return "<answer>" + " || ".join(reference.oracle_actions()) + "</answer>"
+
+    agent = OracleAgent()
     done = False
-    while not done:
-        reply = "<answer>" + " || ".join(reference.oracle_actions()) + "</answer>"
-        reference.step(reply)
-        done, info = game.step(reply)
-        assert info["action_valid"]
+    while not done:  # TextArena's own game loop
         player, observation = game.get_observation()
+        action = agent(observation)
+        reference.step(action)
+        done, info = game.step(action)
+        assert info["action_valid"]
     rewards, game_info = game.close()
     assert game_info[0]["success"] is True
     assert rewards[0] == pytest.approx(game_info[0]["episode_return"]) and rewards[0] > 0
