@@ -193,6 +193,11 @@ def test_textarena__import_and_play_open_no_network_connection():
             raise OSError("network refused by the test")
         socket.socket.connect = refuse
         socket.socket.connect_ex = refuse
+        import urllib.request
+        def refuse_url(url, *args, **kwargs):
+            attempts.append(str(url))
+            raise OSError("network refused by the test")
+        urllib.request.urlopen = refuse_url
         import adapters.textarena as adapter
         import textarena
         for textarena_id in ("TicTacToe-v0", "Sokoban-v0", "Minesweeper-v0"):
