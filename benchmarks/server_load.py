@@ -87,6 +87,13 @@ class LoadResult:
     errors: int
     seconds: float
     latencies: list[float] = field(repr=False, default_factory=list)
+    client_cpu: float = float("nan")
+    """CPU seconds of all client processes during the run"""
+    server_cpu: float = float("nan")
+    """CPU seconds of the server process during the run (NaN: not measured)"""
+
+    def cpu_per_step(self, seconds: float) -> float:
+        return seconds / self.steps * 1e6 if self.steps else float("nan")
 
     @property
     def steps_per_second(self) -> float:
@@ -276,9 +283,25 @@ def _ours_async_clients(
     return asyncio.run(main())
 
 
+class _CpuFromStart:
+    """The start barrier, noting this process's CPU time when the run begins."""
+
+    def __init__(self, barrier: Any) -> None:
+        self.barrier = barrier
+        self.cpu = 0.0
+
+    def wait(self) -> None:
+        self.barrier.wait()
+        self.cpu = time.process_time()
+
+    def abort(self) -> None:
+        self.barrier.abort()
+
+
 def _client_process(
-    system: str, url: str, env_id: str, seeds: list[int], steps: int, start: Any, out: Any
+    system: str, url: str, env_id: str, seeds: list[int], steps: int, barrier: Any, out: Any
 ) -> None:
+    start = _CpuFromStart(barrier)
     try:
         if system == "openenv":
             result = _openenv_clients(url, seeds, steps, start)
@@ -287,16 +310,33 @@ def _client_process(
         else:
             transport = system.removeprefix("ours-")
             result = _ours_clients(url, env_id, seeds, steps, transport, start)
-        out.put(result)
+        out.put((*result, time.process_time() - start.cpu))
     except BaseException as error:  # report, never hang the parent
         start.abort()
-        out.put(([], len(seeds) * steps, 0.0, 0.0, repr(error)))
+        out.put(([], len(seeds) * steps, 0.0, 0.0, 0.0, repr(error)))
+
+
+def _cpu_seconds(pid: int | None) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux ``/proc``; NaN elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError, TypeError):
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def run_load(
-    system: str, url: str, env_id: str, *, clients: int, steps: int, processes: int
+    system: str,
+    url: str,
+    env_id: str,
+    *,
+    clients: int,
+    steps: int,
+    processes: int,
+    server_pid: int | None = None,
 ) -> LoadResult:
-    """``clients`` concurrent clients of ``system`` at ``url``, ``steps`` steps each."""
+    """``clients`` concurrent clients of ``system`` at ``url``, ``steps`` steps each (the CPU
+    time of ``server_pid`` during the run is measured when given)."""
     context = multiprocessing.get_context("spawn")
     processes = max(1, min(processes, clients))
     start = context.Barrier(processes + 1, timeout=600)
@@ -310,17 +350,22 @@ def run_load(
         process.start()
         workers.append(process)
     start.wait()
+    server_cpu = _cpu_seconds(server_pid)
     results = [out.get(timeout=1800) for _ in workers]
+    server_cpu = _cpu_seconds(server_pid) - server_cpu
     for process in workers:
         process.join(60)
     latencies = [x for result in results for x in result[0]]
     errors = sum(result[1] for result in results)
     began = min((r[2] for r in results if r[2]), default=0.0)
     ended = max((r[3] for r in results if r[3]), default=0.0)
-    problems = [r[4] for r in results if len(r) > 4]
+    problems = [r[5] for r in results if len(r) > 5]
     if problems:
         print(f"{system}: client process failed: {problems[0]}", file=sys.stderr)
-    return LoadResult(system, clients, len(latencies), errors, ended - began, latencies)
+    client_cpu = sum(result[4] for result in results)
+    return LoadResult(
+        system, clients, len(latencies), errors, ended - began, latencies, client_cpu, server_cpu
+    )
 
 
 # --------------------------------------------------------------------------- killed clients
@@ -386,12 +431,15 @@ def main(argv: list[str] | None = None) -> str:
                     clients=args.clients,
                     steps=args.steps,
                     processes=args.processes,
+                    server_pid=server.pid,
                 )
                 results[system].append(result)
                 print(
                     f"round {round_index + 1} {system}: {result.steps_per_second:.0f} steps/s, "
                     f"{result.errors} errors, p50 {result.percentile(0.5) * 1e3:.1f} ms, "
-                    f"p99 {result.percentile(0.99) * 1e3:.1f} ms",
+                    f"p99 {result.percentile(0.99) * 1e3:.1f} ms, CPU µs/step server "
+                    f"{result.cpu_per_step(result.server_cpu):.0f} clients "
+                    f"{result.cpu_per_step(result.client_cpu):.0f}",
                     flush=True,
                 )
                 last = round_index == args.rounds - 1
@@ -421,8 +469,9 @@ def report(
         f"{args.processes} processes, servers and clients on the same machine (shared with "
         "other work: compare within a round).",
         "",
-        "| round | system | errors | steps | steps/s | p50 ms | p99 ms |",
-        "|---:|---|---:|---:|---:|---:|---:|",
+        "| round | system | errors | steps | steps/s | p50 ms | p99 ms | server CPU µs/step "
+        "| clients CPU µs/step |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for round_index in range(args.rounds):
         for system, runs in results.items():
@@ -430,7 +479,8 @@ def report(
             lines.append(
                 f"| {round_index + 1} | {system} | {run.errors} | {run.steps} | "
                 f"{run.steps_per_second:.0f} | {run.percentile(0.5) * 1e3:.2f} | "
-                f"{run.percentile(0.99) * 1e3:.2f} |"
+                f"{run.percentile(0.99) * 1e3:.2f} | {run.cpu_per_step(run.server_cpu):.0f} | "
+                f"{run.cpu_per_step(run.client_cpu):.0f} |"
             )
     if "openenv" in results:
         lines += ["", "Throughput of ours over OpenEnv's, per round:", ""]
@@ -442,11 +492,26 @@ def report(
                 for run, base in zip(runs, results["openenv"], strict=True)
                 if base.steps_per_second > 0
             ]
+            cpu = [
+                base.server_cpu / base.steps / (run.server_cpu / run.steps)
+                for run, base in zip(runs, results["openenv"], strict=True)
+                if run.steps and base.steps and run.server_cpu > 0
+            ]
             if ratios:
                 lines.append(
                     f"- {system}: **{min(ratios):.2f}–{max(ratios):.2f}×** "
-                    f"(median {statistics.median(ratios):.2f}×; goal ≥ 2×)"
+                    f"(median {statistics.median(ratios):.2f}×; goal ≥ 2×); server CPU per "
+                    f"step: OpenEnv's / ours = {min(cpu, default=float('nan')):.2f}–"
+                    f"{max(cpu, default=float('nan')):.2f}×"
                 )
+    lines += [
+        "",
+        "Server CPU µs/step is the server process's CPU time over the steps it served: what "
+        "bounds a server's throughput when its clients run elsewhere. Here clients and "
+        "server share 2 cores, so steps/s also pays for the clients. `RemoteEnv` uses the "
+        "WebSocket transport (`ours-ws`) by default; `ours-http` is the plain request/response "
+        "API (FastAPI routing and validation on every call), there for tools that speak HTTP.",
+    ]
     if reaping:
         lines += [
             "",

@@ -24,7 +24,8 @@ Endpoints (the schemas are in ``GET /openapi.json``):
 ========================================  ================================================
 
 **Errors** are JSON, ``{"error": {"type": ..., "message": ...}}``, with a 4xx status, and the
-server keeps serving: malformed JSON (400), a wrong or missing bearer token (401), an unknown
+server keeps serving: malformed JSON (400), a wrong or missing bearer token (401; on ``/ws``
+the handshake is refused with 403), an unknown
 env id or session (404), a step before reset (409), an expired session (410), a body over
 ``max_body_bytes`` (413, default 8 MiB: a reply of 1 Mi characters of any text fits, JSON
 escapes included), bad env kwargs, reset options or field types (422), too many sessions
@@ -37,9 +38,9 @@ the other sessions for long (see `_Runner`). Env construction and the HTML repla
 in a thread. Calls on one session never overlap.
 
 **Sessions** expire after ``session_ttl`` idle seconds (see `adapters.server.sessions`); the
-reaper runs every ``session_ttl / 4`` seconds (at most every second). ``server_id`` in
-``/health`` changes when the server restarts: clients (`RemoteEnv`) use it to tell a restart
-from a lost connection.
+reaper runs every ``session_ttl / 4`` seconds (at most every second). A WebSocket that drops
+leaves its session to the reaper, so a client can reconnect and ``attach`` to it. ``server_id``
+in ``/health`` is new on every start, so a client can tell that the server restarted.
 """
 
 # no `from __future__ import annotations`: FastAPI reads the route annotations at runtime
@@ -240,7 +241,7 @@ def create_app(
         prefixes: env ids that may be served.
         inline_budget: seconds an env call may take and still run on the event loop.
     """
-    fastapi = _require_fastapi()
+    _require_fastapi()
     from fastapi import FastAPI, Path, Query, Request, WebSocket, WebSocketDisconnect
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import Response
@@ -544,7 +545,6 @@ def create_app(
 
         return json_response({"trajectories": await run_in_threadpool(work)})
 
-    del fastapi
     return app
 
 

@@ -70,7 +70,7 @@ class TextEnvironment(Environment[TextAction, TextObservation, State]):
     def __init__(self, env_id: str, env_kwargs: dict[str, Any] | None = None) -> None:
         super().__init__()
         self.env_id = env_id
-        self.env = make_env(env_id, dict(env_kwargs or {}), (env_id,))
+        self.env = make_env(env_id, dict(env_kwargs or {}), ("grl/",))
         self._state = State(episode_id=None, step_count=0)
 
     def reset(

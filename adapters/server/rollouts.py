@@ -63,3 +63,4 @@ def run_rollouts(
         return [trajectory.to_dict() for trajectory in collector.collect(list(ids))]
     finally:
         vec.close()
+        engine.close()
