@@ -103,6 +103,8 @@ class RemoteEnv(gymnasium.Env):
         base_url: the server's root URL.
         env_id: a registered id the server serves.
         token: the server's bearer token, if it has one.
+        transport: ``"ws"`` (default: one WebSocket per env, the server's ``/ws``) or
+            ``"http"`` (a request per call); render and HTML replays always use HTTP.
         request_timeout: seconds per request.
         reconnect_timeout: seconds to wait for a restarted server before `ServerUnavailable`.
         client: an ``httpx.Client`` to share (e.g. between the envs of a vector env).
@@ -134,6 +136,14 @@ class RemoteEnv(gymnasium.Env):
                 raise ValueError(f"{name} must be a positive number, got {value!r}")
         if transport not in _TRANSPORTS:
             raise ValueError(f"transport must be one of {_TRANSPORTS}, got {transport!r}")
+        if transport == "ws":
+            try:
+                import websockets  # noqa: F401
+            except ImportError as error:  # pragma: no cover - depends on the environment
+                raise DependencyNotInstalled(
+                    "RemoteEnv's WebSocket transport needs websockets: pip install "
+                    "'agent-envs[server]' (or pass transport='http')"
+                ) from error
         if env_kwargs.get("render_mode") == "human":
             raise ValueError("render_mode='human' is not available remotely; use 'rgb_array'")
         self.base_url = base_url.rstrip("/")
@@ -422,7 +432,7 @@ class RemoteVectorEnv(gymnasium.vector.VectorEnv):
         num_envs: sessions to open.
         group_size: consecutive envs sharing a seed.
         autoreset_mode: ``"disabled"`` (the collector's) or ``"next_step"``.
-        token, request_timeout, reconnect_timeout: as for `RemoteEnv`.
+        token, transport, request_timeout, reconnect_timeout: as for `RemoteEnv`.
         **env_kwargs: the env's keyword arguments.
     """
 
@@ -435,6 +445,7 @@ class RemoteVectorEnv(gymnasium.vector.VectorEnv):
         group_size: int = 1,
         autoreset_mode: AutoresetMode | str = AutoresetMode.DISABLED,
         token: str | None = None,
+        transport: str = "ws",
         request_timeout: float = 60.0,
         reconnect_timeout: float = 30.0,
         **env_kwargs: Any,
@@ -466,6 +477,7 @@ class RemoteVectorEnv(gymnasium.vector.VectorEnv):
                 servers[index % len(servers)],
                 env_id,
                 token=token,
+                transport=transport,
                 request_timeout=request_timeout,
                 reconnect_timeout=reconnect_timeout,
                 client=self._clients[index % len(servers)],

@@ -121,11 +121,18 @@ class _CyclingEngine:
         return [Generation(text=reply) for _ in requests]
 
 
-def test_remote__collector_drives_a_remote_vector_env_over_two_servers_unchanged():
+@pytest.mark.parametrize("transport", ["ws", "http"])
+def test_remote__collector_drives_a_remote_vector_env_over_two_servers_unchanged(transport):
     with serve(create_app()) as first, serve(create_app()) as second:
         remote = RemoteVectorEnv(
-            [first, second], "grl/Sokoban-v0", num_envs=4, group_size=2, max_turns=5
+            [first, second],
+            "grl/Sokoban-v0",
+            num_envs=4,
+            group_size=2,
+            transport=transport,
+            max_turns=5,
         )
+        assert {env.transport for env in remote.envs} == {transport}
         hosts = {env.base_url for env in remote.envs}
         assert hosts == {first, second}
         got = RolloutCollector(remote, _CyclingEngine(), env_id="grl/Sokoban-v0").collect([5, 9])
