@@ -74,6 +74,7 @@ import gymnasium as gym
 
 import agent_envs
 from agent_envs.core.records import Trajectory
+from agent_envs.registration import VISION_OF
 from benchmarks import leaderboard_report as report
 from benchmarks.leaderboard_replay import env_construction, replay_mismatches, summary_line
 from benchmarks.leaderboard_stats import METRICS, compare_summaries, summarize
@@ -251,8 +252,8 @@ def resolve(args: Args) -> Args:
     if args.preset not in PRESETS:
         raise SystemExit(f"--preset: unknown {args.preset!r}; known: {sorted(PRESETS)}")
     values = dict(PRESETS[args.preset])
-    if values["envs"] is None:
-        values["envs"] = sorted(agent_envs.PRESETS)
+    if values["envs"] is None:  # vision ids play their text ids' games: text ids only
+        values["envs"] = sorted(set(agent_envs.PRESETS) - set(VISION_OF))
     if values["agents"] is None:
         values["agents"] = ["random", "oracle"] + (["smollm2"] if model_available() else [])
     filled = {

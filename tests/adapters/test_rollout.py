@@ -31,8 +31,10 @@ class CountingEngine:
 
 def _full_render_ids(tokenizer, trajectory):
     """The ids of re-rendering the whole final conversation (up to the last reply)."""
-    text = tokenizer.apply_chat_template(trajectory.messages[:-1], tokenize=False)
-    closing = ChatDelta(tokenizer).closing_text(trajectory.turn_completion_ids[-1])
+    delta = ChatDelta(tokenizer)  # vision ids' messages hold pictures: a text template reads
+    messages = [{**m, "content": delta._content(m["content"])} for m in trajectory.messages]
+    text = tokenizer.apply_chat_template(messages[:-1], tokenize=False)
+    closing = delta.closing_text(trajectory.turn_completion_ids[-1])
     return tokenizer.encode(text[: len(text) - len(closing)], add_special_tokens=False)
 
 
