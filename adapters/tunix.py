@@ -525,6 +525,11 @@ class _TaskEnvBody:
     - ``max_steps``: the learner's hard turn cap (default: the env's ``max_turns``, else its
       spec's ``max_episode_steps``, else 100); the env ends its own episodes before it.
 
+    Tunix's multi-turn learner wants ``RolloutConfig.max_tokens_to_generate ==
+    GRPOConfig.max_response_length`` and ``return_logprobs=True``; it gives the first reply
+    the whole budget and counts env tokens against it too, so a model that does not stop
+    spends an episode's budget on one reply before the env sees it.
+
     Args:
         single_example: the dataset row (needs ``seed``; ``options`` is passed to reset).
         env_id: the registered id.

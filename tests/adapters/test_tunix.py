@@ -403,3 +403,73 @@ def test_task_env__model_output_never_raises_and_config_is_checked():
         tunix_glue.TunixTaskEnv({}, env_id=ENV_ID)
     with pytest.raises(ValueError, match="max_steps"):
         tunix_glue.TunixTaskEnv({"seed": 0}, env_id=ENV_ID, max_steps=0)
+
+
+@pytest.mark.slow
+def test_task_env__tunix_agentic_grpo_learner_trains_a_step_on_it(tokenizer):
+    """Tunix's own agentic GRPO learner, unchanged, runs a training step on Sokoban through
+    the wrapper (the multi-turn learner wants max_tokens_to_generate == max_response_length
+    and return_logprobs=True)."""
+    import optax
+    from tunix.rl import rl_cluster as rlc
+    from tunix.rl.agentic import agentic_grpo_learner
+    from tunix.rl.agentic.parser.chat_template_parser import parser
+    from tunix.rl.rollout import base_rollout
+
+    steps: list[tuple[int, float]] = []
+
+    class CountingEnv(tunix_glue.TunixTaskEnv):
+        def _step_impl(self, action):
+            result = super()._step_impl(action)
+            steps.append((self.extra_kwargs["pair_index"], result.reward))
+            return result
+
+    # Tunix's multi-turn learner gives the first reply the whole episode budget and counts
+    # env tokens against it too: a random tiny model, which never samples its stop token,
+    # would spend it all on one reply and never reach the env. With every token a stop token
+    # its replies are empty (Tunix drops the stop token), and episodes get to the env.
+    budget = 256
+    stops = list(range(len(tokenizer)))
+    mesh = tunix_glue.single_device_mesh()
+    cluster = rlc.RLCluster(
+        actor=tunix_glue.tiny_qwen2(len(tokenizer), seed=1),
+        tokenizer=tunix_glue.TunixTokenizer(tokenizer),
+        cluster_config=rlc.ClusterConfig(
+            role_to_mesh={role: mesh for role in rlc.Role},
+            rollout_engine="vanilla",
+            training_config=rlc.RLTrainingConfig(
+                actor_optimizer=optax.adamw(1e-2),
+                eval_every_n_steps=1_000,
+                max_steps=1,
+                mini_batch_size=1,
+                train_micro_batch_size=1,
+            ),
+            rollout_config=base_rollout.RolloutConfig(
+                max_tokens_to_generate=budget,
+                temperature=1.0,
+                max_prompt_length=512,
+                kv_cache_size=1024,
+                return_logprobs=True,
+                eos_tokens=stops,
+            ),
+        ),
+    )
+    learner = agentic_grpo_learner.GRPOLearner(
+        cluster,
+        agentic_grpo_learner.GRPOConfig(
+            num_generations=GROUP,
+            beta=0.0,
+            max_response_length=budget,
+            max_concurrency=GROUP,
+            system_prompt=gymnasium.make(ENV_ID).unwrapped.instructions,
+        ),
+        chat_parser=parser.QwenChatTemplateParser(cluster.tokenizer),
+        env_class=CountingEnv,
+        env_kwargs={"env_id": ENV_ID, "max_steps": 3},
+    )
+    learner.train([{"seed": [5]}])
+    assert cluster.actor_trainer.train_steps == 1
+    # both episodes of the group took turns in the env (Tunix logs and drops env errors);
+    # the tiny model's replies are unparsable: the format penalty
+    assert {pair for pair, _ in steps} == set(range(GROUP)) and len(steps) > GROUP
+    assert all(reward == pytest.approx(-0.1) for _, reward in steps)
