@@ -1,34 +1,41 @@
 """Tunix (JAX/NNX) glue: multi-turn episodes of any ``grl/*`` env as Tunix training batches.
 
 Tunix's learners sample single-turn completions with ``RLCluster.generate(prompts=...)``. Here
-that step is our synchronous multi-turn rollout instead, and Tunix keeps its part: the model,
-the optimizer step (``RLCluster.update_actor``), weight sync and metric logging. Four pieces::
+that step is our synchronous multi-turn rollout, the batch is built straight from its records
+(no dataloader), and Tunix keeps its part: the model, the GRPO loss, the optimizer step
+(``RLCluster.update_actor``), weight sync and metric logging::
 
+    from adapters.advantages import episode_advantages
     from adapters.rollout import RolloutCollector
-    from adapters.tunix import TunixEngine, TunixTokenizer, build_train_example
+    from adapters.tunix import TunixEngine, build_train_example, make_cluster, update
 
-    cluster = RLCluster(actor=model, tokenizer=TunixTokenizer(hf_tokenizer), cluster_config=...)
-    GRPOLearner(cluster, GRPOConfig(...), reward_fns=unused_reward)  # installs the GRPO loss
+    cluster = make_cluster(model, hf_tokenizer, learning_rate=1e-6)  # an RLCluster
     collector = RolloutCollector(vec_env, TunixEngine(cluster), max_total_tokens=1024)
-    records = collector.collect(seeds)
-    example = build_train_example(records, episode_advantages(records), pad_id=...)
-    cluster.update_actor([example], None)
+    records = collector.collect(seeds)                           # rollout
+    example = build_train_example(                               # batch
+        records, episode_advantages(records), pad_id=cluster.rollout.pad_id())
+    update(cluster, example)                                     # Tunix's update
 
 - :class:`TunixTokenizer`: a Hugging Face tokenizer that also takes a prompt given as token ids
-  (Tunix's rollout otherwise only takes strings and re-tokenizes them). Build the
-  ``RLCluster`` with it.
+  (Tunix's rollout otherwise only takes strings and re-tokenizes them); :func:`make_cluster`
+  builds the ``RLCluster`` with it (and installs Tunix's GRPO loss).
 - :class:`TunixEngine`: an `Engine` for the :class:`~adapters.rollout.RolloutCollector`:
   the cluster's rollout generates on each episode's token ids and returns the sampled ids and
   their log-probabilities, so the same collector and the same `Trajectory` records drive Tunix
   models. Tunix's sampler drops the stop token it sampled from its output, so the collector
   appends it as a template token: the model is conditioned on it but it carries no loss
   weight (the same as in Tunix's own agentic learner).
-- :func:`build_train_example`: records and advantages → Tunix's ``TrainExample``.
-- :class:`TunixTaskEnv`: any registered id as a Tunix agentic environment (``BaseTaskEnv``),
-  for Tunix's own agentic GRPO learner.
+- :func:`build_train_example`: records and advantages → Tunix's ``TrainExample``; per-episode
+  advantages (GRPO, Dr. GRPO, RLOO) or per-token ones (GiGPO's per-turn values broadcast over
+  each turn's tokens), which Tunix's GRPO loss takes as they are.
+- :func:`update`: one Tunix optimizer step, then the rollout's weights follow.
+- ``TunixTaskEnv``: any registered id as a Tunix agentic environment (``BaseTaskEnv``), for
+  Tunix's own agentic GRPO learner (built on first access: it subclasses a Tunix class).
 
 The training loop is ``benchmarks/train_tunix.py``. Install with ``pip install
-agent-envs[tunix]``; this module imports Tunix and JAX only inside the functions that need them.
+agent-envs[tunix]`` in an environment of its own: google-tunix 0.1.7 pins
+``safetensors<0.8``, which the ``[train]`` extra's transformers 5.x refuses. This module
+imports Tunix and JAX only inside the functions that need them.
 """
 
 from __future__ import annotations
