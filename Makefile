@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench lint clean browser
+.PHONY: run test test-tunix bench lint clean browser
 
 # Set-up uses uv (PyPI's `uv`, installed into the venv by pip) when it can be had, and pip
 # otherwise (INSTALLER=pip forces pip; a failed uv install falls back to pip). torch is pinned:
@@ -35,8 +35,28 @@ $(STAMP): pyproject.toml setup.cfg
 run: $(STAMP)  ## the main job: the leaderboard on built-in defaults
 	$(PY) -m benchmarks.leaderboard
 
-test: $(STAMP) browser  ## the whole test suite
+test: $(STAMP) browser $(TUNIX_STAMP)  ## the whole test suite (Tunix's tests in their own venv)
 	$(PY) -m pytest -q
+	$(TUNIX_VENV)/bin/python -m pytest -q tests/adapters/test_tunix.py
+
+test-tunix: $(TUNIX_STAMP)
+	$(TUNIX_VENV)/bin/python -m pytest -q tests/adapters/test_tunix.py
+
+# The [tunix] extra conflicts with [train] (google-tunix pins safetensors<0.8, transformers 5
+# needs >=0.8), so Tunix gets a venv of its own; no torch there. uv when it can be had.
+TUNIX_VENV ?= .venv-tunix
+TUNIX_STAMP := $(TUNIX_VENV)/.installed
+TUNIX_UV := $(TUNIX_VENV)/bin/uv pip install --quiet --python $(TUNIX_VENV)/bin/python
+
+$(TUNIX_STAMP): pyproject.toml setup.cfg
+	rm -f $(TUNIX_STAMP)
+	$(PYTHON) -m venv $(TUNIX_VENV)
+	if [ "$(INSTALLER)" = uv ] && $(TUNIX_VENV)/bin/python -m pip install --quiet uv \
+		&& $(TUNIX_UV) -e ".[tunix]" pytest; then echo "installed with uv"; \
+	else \
+		$(TUNIX_VENV)/bin/python -m pip install --quiet -e ".[tunix]" pytest; \
+	fi
+	touch $(TUNIX_STAMP)
 
 # Headless Chromium (Debian's package) for the HTML replay screenshot test; best effort: without
 # it (no root, no apt) that one test skips.
@@ -54,4 +74,4 @@ lint: $(STAMP)
 	$(PY) -m ruff format --check .
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) $(TUNIX_VENV) runs .pytest_cache
