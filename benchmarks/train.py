@@ -1,0 +1,545 @@
+"""Train an agent on ``grl/*`` envs on CPU and measure it on the leaderboard.
+
+``python -m benchmarks.train`` runs the whole pipeline, one stage after another, each stage
+resumable (a finished stage is read back, an interrupted one continues from its last
+checkpoint)::
+
+    smollm2 (zero-shot)  ─►  sft  ─►  grpo   ─┐
+                                 ├─►  gigpo  ─┼─►  eval (leaderboard)  ─►  curves (PNG)
+                                 └─►  luffy  ─┘
+
+- **sft**: the env's oracle trajectories on train seeds → TRL ``SFTTrainer`` with LoRA
+  (peft), loss on the oracle's replies only (prompt-completion rows: one per turn, the
+  history up to that turn's observation as the prompt). The adapter is merged into the base
+  weights and saved as a plain checkpoint folder.
+- **grpo**, **gigpo**, **luffy**: RL from the SFT model with TRL's ``GRPOTrainer`` extended by
+  :class:`adapters.trl_trainer.TokenAdvantageGRPOTrainer`: multi-turn episodes from
+  :func:`adapters.trl.make_rollout_func`, advantages from :mod:`adapters.advantages`
+  (``grpo``: the episode's group-normalised return on every model token; ``gigpo``: episode
+  plus anchor-state step advantages per turn; ``luffy``: GRPO over groups with ``luffy_k``
+  oracle episodes of the same seed, trained with LUFFY's policy shaping), LoRA again, merged.
+- **eval**: one leaderboard run (``benchmarks.leaderboard``) with ``random``, ``oracle``,
+  ``smollm2``, ``smollm2-sft``, ``smollm2-sft-grpo``, ``smollm2-sft-gigpo``,
+  ``smollm2-sft-luffy`` on the first ``eval_seeds`` published eval seeds of every env, greedy.
+  Train seeds are drawn from ``[TRAIN_SEED_BASE, TRAIN_SEED_BASE + 2**30)`` and checked
+  disjoint from every published eval seed the leaderboard can use.
+- **curves**: success and return of the training episodes against the RL step, one line per
+  estimator, as PNG.
+
+Every stage writes ``<out>/<stage>/stage.json`` (settings, wall and CPU seconds, metrics) and
+``<out>/<stage>/log.jsonl`` (TRL's log history). The GPU recipe is the same script with other
+flags (see the README, "Train an agent"): a bigger ``--model``, ``--no-lora``,
+``--use-vllm`` (TRL's colocated vLLM generates the episodes), larger groups and more steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import random
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["RL_STAGES", "STAGES", "TRAIN_SEED_BASE", "Args", "agent_names", "main", "train_seeds"]
+
+RL_STAGES = ("grpo", "gigpo", "luffy")
+STAGES = ("sft", *RL_STAGES, "eval", "curves")
+#: train seeds start here; published eval seeds are 31-bit hashes, checked disjoint anyway
+TRAIN_SEED_BASE = 1_000_000_007
+
+
+def agent_names(args: Args) -> dict[str, str]:
+    """Leaderboard name of the base model (``"base"``) and of each trained stage:
+    ``smollm2``, ``smollm2-sft``, ``smollm2-sft-grpo``, ... (``base-...`` for another model)."""
+    prefix = "smollm2" if args.model == "smollm2" else "base"
+    return {"base": prefix, "sft": f"{prefix}-sft"} | {
+        stage: f"{prefix}-sft-{stage}" for stage in RL_STAGES
+    }
+
+
+@dataclass
+class Args:
+    """Settings of one training run (each field is a ``--flag``)."""
+
+    out: Path = Path("runs/train")
+    """run folder: one sub-folder per stage"""
+    stages: list[str] = field(default_factory=lambda: list(STAGES))
+    """stages to run, in pipeline order (finished ones are skipped)"""
+    envs: list[str] = field(default_factory=lambda: ["grl/Sokoban-v0", "grl/Blocksworld-v0"])
+    """ids trained (SFT on all of them; RL cycles through them) and evaluated"""
+    model: str = "smollm2"
+    """base model: ``smollm2`` (the embedded SmolLM2-135M-Instruct) or a checkpoint folder"""
+    seed: int = 0
+    """torch / sampling seed"""
+    lora: bool = True
+    """train LoRA adapters (peft) instead of every weight"""
+    lora_r: int = 32
+    """LoRA rank"""
+    lora_alpha: int = 64
+    """LoRA alpha"""
+    bf16: bool = True
+    """bfloat16 autocast (CPUs with AVX512-BF16 / AMX run it ~1.3-2x faster)"""
+    threads: int | None = None
+    """torch threads (default: torch's choice)"""
+    # SFT
+    sft_episodes: int = 600
+    """oracle episodes per env"""
+    sft_epochs: float = 2.0
+    """passes over the SFT rows"""
+    sft_lr: float = 5e-4
+    """SFT learning rate"""
+    sft_batch_size: int = 8
+    """SFT rows per optimizer step"""
+    # RL
+    rl_steps: int = 30
+    """optimizer steps per RL stage"""
+    rl_prompts: int = 4
+    """episode groups per step"""
+    num_generations: int = 4
+    """episodes per group (the group size G)"""
+    rl_lr: float = 2e-5
+    """RL learning rate"""
+    temperature: float = 1.0
+    """sampling temperature of training episodes"""
+    max_new_tokens: int = 32
+    """generation budget per turn (training and eval)"""
+    max_total_tokens: int = 1024
+    """token budget of one episode (prompt included)"""
+    gigpo_gamma: float = 0.95
+    """GiGPO's step-return discount"""
+    gigpo_omega: float = 1.0
+    """GiGPO's weight of the step advantage"""
+    luffy_k: int = 1
+    """oracle episodes in each LUFFY group (of ``num_generations``)"""
+    use_vllm: bool = False
+    """generate training episodes with TRL's colocated vLLM (GPU recipe)"""
+    # eval
+    eval_seeds: int = 100
+    """published eval seeds per env, every agent"""
+    eval_out: Path = Path("benchmarks/results/training/leaderboard")
+    """leaderboard run folder of the eval stage"""
+    eval_batch_size: int = 16
+    """episodes per generate call in the eval"""
+    curves_out: Path = Path("benchmarks/results/training")
+    """where the learning-curve PNGs go"""
+    progress: bool = True
+    """progress bars"""
+
+
+# --------------------------------------------------------------------------- seeds
+def train_seeds(env_id: str, count: int, *, stream: int = 0) -> list[int]:
+    """``count`` train seeds of ``env_id`` (stream 0: SFT; 1+: RL), disjoint from the
+    leaderboard's published eval seeds (checked against the first 10,000 of them)."""
+    from benchmarks.leaderboard import eval_seeds
+
+    rng = random.Random(f"{env_id}#train#{stream}")
+    forbidden = set(eval_seeds(env_id, 10_000))
+    seeds: list[int] = []
+    seen: set[int] = set()
+    while len(seeds) < count:
+        seed = TRAIN_SEED_BASE + rng.randrange(2**30)
+        if seed not in forbidden and seed not in seen:
+            seen.add(seed)
+            seeds.append(seed)
+    return seeds
+
+
+# --------------------------------------------------------------------------- stages
+class Stage:
+    """Folder, timing and the ``stage.json`` record of one stage."""
+
+    def __init__(self, args: Args, name: str) -> None:
+        self.name = name
+        self.dir = args.out / name
+        self.record_path = self.dir / "stage.json"
+
+    @property
+    def done(self) -> bool:
+        return self.record_path.exists()
+
+    @property
+    def model_dir(self) -> Path:
+        return self.dir / "model"
+
+    def record(self) -> dict[str, Any]:
+        return json.loads(self.record_path.read_text(encoding="utf-8"))
+
+    def finish(self, started: tuple[float, float], **record: Any) -> None:
+        wall, cpu = time.perf_counter() - started[0], time.process_time() - started[1]
+        record = {"stage": self.name, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), **record}
+        self.record_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        print(f"[{self.name}] done in {wall / 60:.1f} min wall, {cpu / 60:.1f} min CPU")
+
+
+def _clock() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time()
+
+
+def base_model_dir(args: Args) -> Path:
+    """A plain checkpoint folder of the base model (the embedded SmolLM2 is converted once)."""
+    if args.model != "smollm2":
+        return Path(args.model)
+    from adapters.engines.transformers import save_smollm2_checkpoint
+
+    folder = args.out / "base"
+    if not (folder / "config.json").exists():
+        print("[base] converting the embedded SmolLM2-135M-Instruct to a plain checkpoint")
+        save_smollm2_checkpoint(str(folder))
+    return folder
+
+
+def _load(folder: Path) -> tuple[Any, Any]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(str(folder))
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return model, tokenizer
+
+
+def _lora_config(args: Args) -> Any:
+    if not args.lora:
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=args.lora_r,
+        lora_alpha=args.lora_alpha,
+        lora_dropout=0.0,
+        target_modules="all-linear",
+        task_type="CAUSAL_LM",
+    )
+
+
+def _save_merged(model: Any, tokenizer: Any, folder: Path) -> None:
+    """Write a plain checkpoint (LoRA merged into the weights) atomically."""
+    if hasattr(model, "merge_and_unload"):
+        model = model.merge_and_unload()
+    partial = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    model.save_pretrained(str(partial))
+    tokenizer.save_pretrained(str(partial))
+    shutil.rmtree(folder, ignore_errors=True)
+    partial.rename(folder)
+
+
+def _last_checkpoint(folder: Path) -> str | None:
+    from transformers.trainer_utils import get_last_checkpoint
+
+    return get_last_checkpoint(str(folder)) if folder.is_dir() else None
+
+
+def _common_config(args: Args, stage: Stage) -> dict[str, Any]:
+    return dict(
+        output_dir=str(stage.dir / "checkpoints"),
+        use_cpu=True,
+        bf16=args.bf16,
+        report_to="none",
+        logging_steps=1,
+        save_strategy="steps",
+        save_steps=5,
+        save_total_limit=1,
+        seed=args.seed,
+        dataloader_num_workers=0,
+        disable_tqdm=not args.progress,
+        gradient_checkpointing=False,  # memory is plenty here; recomputation costs ~30% time
+    )
+
+
+def _write_log(stage: Stage, history: list[dict[str, Any]]) -> None:
+    with (stage.dir / "log.jsonl").open("w", encoding="utf-8") as file:
+        for row in history:
+            file.write(json.dumps(row) + "\n")
+
+
+def run_sft(args: Args, stage: Stage) -> None:
+    """Oracle trajectories of every env → SFTTrainer (completion-only loss) → merged model."""
+    import datasets
+    from trl import SFTConfig, SFTTrainer
+
+    from adapters.sft import collect_oracle_trajectories, sft_rows
+
+    started = _clock()
+    rows: list[dict[str, Any]] = []
+    oracle_success = {}
+    for env_id in args.envs:
+        trajectories = collect_oracle_trajectories(env_id, train_seeds(env_id, args.sft_episodes))
+        oracle_success[env_id] = sum(t.success for t in trajectories) / len(trajectories)
+        rows += sft_rows(trajectories, format="prompt_completion")
+    random.Random(args.seed).shuffle(rows)
+    dataset = datasets.Dataset.from_list(
+        [{"prompt": row["prompt"], "completion": row["completion"]} for row in rows]
+    )
+    model, tokenizer = _load(base_model_dir(args))
+    config = SFTConfig(
+        **_common_config(args, stage),
+        per_device_train_batch_size=args.sft_batch_size,
+        num_train_epochs=args.sft_epochs,
+        learning_rate=args.sft_lr,
+        lr_scheduler_type="cosine",
+        warmup_steps=0.05,
+        max_length=args.max_total_tokens,
+        completion_only_loss=True,
+    )
+    trainer = SFTTrainer(
+        model=model,
+        processing_class=tokenizer,
+        train_dataset=dataset,
+        args=config,
+        peft_config=_lora_config(args),
+    )
+    trainer.train(resume_from_checkpoint=_last_checkpoint(stage.dir / "checkpoints"))
+    _save_merged(trainer.model, tokenizer, stage.model_dir)
+    _write_log(stage, trainer.state.log_history)
+    losses = [row["loss"] for row in trainer.state.log_history if "loss" in row]
+    stage.finish(
+        started,
+        rows=len(rows),
+        oracle_success=oracle_success,
+        steps=trainer.state.global_step,
+        first_loss=losses[0] if losses else None,
+        last_loss=losses[-1] if losses else None,
+        settings=_settings(args),
+    )
+
+
+def _multi_env_rollout_func(args: Args, estimator: str) -> Any:
+    """One rollout_func over several ids: each prompt's key names its env."""
+    from adapters.trl import AdvantageConfig, make_rollout_func
+
+    config = AdvantageConfig(
+        estimator="grpo" if estimator == "luffy" else estimator,
+        gamma=args.gigpo_gamma,
+        omega=args.gigpo_omega,
+        off_policy=args.luffy_k if estimator == "luffy" else 0,
+    )
+    funcs = {
+        env_id: make_rollout_func(
+            env_id,
+            max_new_tokens=args.max_new_tokens,
+            max_total_tokens=args.max_total_tokens,
+            advantages=config,
+        )
+        for env_id in args.envs
+    }
+
+    def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
+        by_env: dict[str, list[int]] = {}
+        for index, prompt in enumerate(prompts):
+            by_env.setdefault(json.loads(prompt)["env_id"], []).append(index)
+        output: dict[str, list[Any]] = {}
+        order: list[int] = []
+        for env_id, indices in by_env.items():
+            rows = funcs[env_id]([prompts[index] for index in indices], trainer)
+            for key, values in rows.items():
+                output.setdefault(key, []).extend(values)
+            order += indices
+        position = {index: row for row, index in enumerate(order)}
+        return {
+            key: [values[position[index]] for index in range(len(prompts))]
+            for key, values in output.items()
+        }
+
+    return rollout_func
+
+
+def _rl_dataset(args: Args) -> Any:
+    """``rl_steps * rl_prompts`` episode keys, envs interleaved so every step sees each env."""
+    import datasets
+
+    from adapters.trl import episode_key
+
+    needed = args.rl_steps * args.rl_prompts
+    per_env = -(-needed // len(args.envs))
+    seeds = {env_id: train_seeds(env_id, per_env, stream=1) for env_id in args.envs}
+    keys = [
+        episode_key(env_id, seeds[env_id][index])
+        for index in range(per_env)
+        for env_id in args.envs
+    ]
+    return datasets.Dataset.from_list([{"prompt": key} for key in keys[:needed]])
+
+
+def run_rl(args: Args, stage: Stage, sft: Stage) -> None:
+    """RL from the SFT model with one estimator (the stage's name)."""
+    from trl import GRPOConfig
+
+    from adapters.trl import episode_return_reward, success_reward
+    from adapters.trl_trainer import TokenAdvantageGRPOTrainer
+
+    started = _clock()
+    model, tokenizer = _load(sft.model_dir)
+    config = GRPOConfig(
+        **_common_config(args, stage),
+        per_device_train_batch_size=args.rl_prompts * args.num_generations,
+        num_generations=args.num_generations,
+        max_steps=args.rl_steps,
+        learning_rate=args.rl_lr,
+        lr_scheduler_type="constant",
+        temperature=args.temperature,
+        max_completion_length=args.max_total_tokens,
+        beta=0.0,
+        reward_weights=[1.0, 0.0],  # success is logged, the return is the reward
+        shuffle_dataset=False,
+        use_vllm=args.use_vllm,
+        vllm_mode="colocate",
+    )
+    trainer = TokenAdvantageGRPOTrainer(
+        model=model,
+        processing_class=tokenizer,
+        reward_funcs=[episode_return_reward, success_reward],
+        train_dataset=_rl_dataset(args),
+        rollout_func=_multi_env_rollout_func(args, stage.name),
+        args=config,
+        peft_config=_lora_config(args),
+    )
+    trainer.train(resume_from_checkpoint=_last_checkpoint(stage.dir / "checkpoints"))
+    _save_merged(trainer.model, tokenizer, stage.model_dir)
+    _write_log(stage, trainer.state.log_history)
+    stage.finish(started, steps=trainer.state.global_step, settings=_settings(args))
+
+
+def run_eval(args: Args) -> dict[str, Any]:
+    """The leaderboard run of every trained stage next to zero-shot, random and oracle."""
+    from benchmarks import leaderboard
+
+    names = agent_names(args)
+    agents = ["random", "oracle"]
+    agents.append("smollm2" if args.model == "smollm2" else f"base=hf:{args.model}")
+    for stage_name in ("sft", *RL_STAGES):
+        stage = Stage(args, stage_name)
+        if stage.model_dir.exists():
+            agents.append(f"{names[stage_name]}=hf:{stage.model_dir}")
+    run = leaderboard.Args(
+        preset="grl",  # model agents play the env's own turn budget
+        envs=list(args.envs),
+        agents=agents,
+        seeds=args.eval_seeds,
+        model_seeds=args.eval_seeds,
+        model_max_turns=None,
+        max_new_tokens=args.max_new_tokens,
+        temperature=0.0,
+        batch_size=args.eval_batch_size,
+        out=args.eval_out,
+        replay_frames=False,
+        progress=args.progress,
+    )
+    return leaderboard.main(run)
+
+
+def run_curves(args: Args) -> list[Path]:
+    """Success and return of the training episodes against the step, one line per estimator."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    series = {}
+    for name in RL_STAGES:
+        log = args.out / name / "log.jsonl"
+        if log.exists():
+            rows = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+            series[name] = [row for row in rows if "rewards/success_reward/mean" in row]
+    args.curves_out.mkdir(parents=True, exist_ok=True)
+    for metric, key, label in (
+        ("success", "rewards/success_reward/mean", "success rate of training episodes"),
+        ("return", "rewards/episode_return_reward/mean", "mean return of training episodes"),
+    ):
+        figure, axis = plt.subplots(figsize=(6, 3.6), dpi=120)
+        for name, rows in series.items():
+            steps = [row["step"] for row in rows]
+            values = [row[key] for row in rows]
+            axis.plot(steps, _smooth(values), label=name)
+        axis.set_xlabel("RL step")
+        axis.set_ylabel(label)
+        axis.set_title(f"{', '.join(args.envs)}: {metric} (moving average of 5 steps)")
+        axis.legend()
+        axis.grid(alpha=0.3)
+        figure.tight_layout()
+        path = args.curves_out / f"curve_{metric}.png"
+        figure.savefig(path)
+        plt.close(figure)
+        written.append(path)
+    return written
+
+
+def _smooth(values: Sequence[float], width: int = 5) -> list[float]:
+    out = []
+    for index in range(len(values)):
+        window = values[max(0, index - width + 1) : index + 1]
+        out.append(sum(window) / len(window))
+    return out
+
+
+def _settings(args: Args) -> dict[str, Any]:
+    return {key: str(value) for key, value in dataclasses.asdict(args).items()}
+
+
+# --------------------------------------------------------------------------- main
+def main(args: Args) -> None:
+    """Run the requested stages in pipeline order, skipping finished ones."""
+    for stage in args.stages:
+        if stage not in STAGES:
+            raise SystemExit(f"--stages: unknown stage {stage!r}; choose from {STAGES}")
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    args.out.mkdir(parents=True, exist_ok=True)
+    import torch
+
+    torch.manual_seed(args.seed)
+    sft = Stage(args, "sft")
+    for name in STAGES:
+        if name not in args.stages:
+            continue
+        stage = Stage(args, name)
+        if name in ("eval", "curves"):
+            print(f"[{name}]")
+            run_eval(args) if name == "eval" else print(*run_curves(args), sep="\n")
+            continue
+        if stage.done:
+            print(f"[{name}] already done: {stage.record_path}")
+            continue
+        stage.dir.mkdir(parents=True, exist_ok=True)
+        print(f"[{name}]")
+        if name == "sft":
+            run_sft(args, stage)
+        else:
+            if not sft.done:
+                raise SystemExit(f"[{name}] needs the sft stage first")
+            run_rl(args, stage, sft)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> Args:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.train", description=__doc__.split("\n\n")[0]
+    )
+    for item in dataclasses.fields(Args):
+        flag = "--" + item.name.replace("_", "-")
+        default = (
+            item.default if item.default is not dataclasses.MISSING else item.default_factory()
+        )
+        if isinstance(default, bool):
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default)
+        elif isinstance(default, list):
+            parser.add_argument(flag, nargs="+", default=default)
+        elif default is None:
+            parser.add_argument(flag, type=int, default=None)
+        else:
+            parser.add_argument(flag, type=type(default), default=default)
+    return Args(**vars(parser.parse_args(argv)))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    main(parse_args(sys.argv[1:]))

@@ -1,0 +1,96 @@
+"""benchmarks.train: seeds, flags, and the whole pipeline on a tiny model (slow)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import train
+from benchmarks.leaderboard import eval_seeds
+
+
+def test_train__seeds_are_disjoint_from_the_published_eval_seeds():
+    for env_id in ("grl/Sokoban-v0", "grl/Blocksworld-v0"):
+        seeds = train.train_seeds(env_id, 2_000)
+        assert len(set(seeds)) == 2_000
+        assert not set(seeds) & set(eval_seeds(env_id, 10_000))
+        assert not set(seeds) & set(train.train_seeds(env_id, 2_000, stream=1))
+        assert seeds == train.train_seeds(env_id, 2_000)  # the same in every process
+
+
+def test_train__flags_fill_the_args_dataclass():
+    args = train.parse_args(
+        ["--envs", "grl/Sokoban-v0", "--rl-steps", "3", "--no-lora", "--out", "x", "--threads", "2"]
+    )
+    assert args.envs == ["grl/Sokoban-v0"] and args.rl_steps == 3 and args.lora is False
+    assert args.out == Path("x") and args.threads == 2
+    assert args.stages == list(train.STAGES)
+
+
+def test_train__unknown_stage_is_refused(tmp_path):
+    with pytest.raises(SystemExit, match="unknown stage 'ppo'"):
+        train.main(train.Args(out=tmp_path, stages=["ppo"]))
+
+
+def test_train__agent_names_are_the_issue_names():
+    names = train.agent_names(train.Args())
+    assert names == {
+        "base": "smollm2",
+        "sft": "smollm2-sft",
+        "grpo": "smollm2-sft-grpo",
+        "gigpo": "smollm2-sft-gigpo",
+        "luffy": "smollm2-sft-luffy",
+    }
+    assert train.agent_names(train.Args(model="/ckpt"))["sft"] == "base-sft"
+
+
+@pytest.mark.slow
+def test_train__pipeline_on_a_tiny_model_resumes_and_validates(tmp_path):
+    """SFT, one GRPO and one LUFFY step, the leaderboard eval and the curves, on a tiny random
+    Qwen2; a second run finds every stage done and plays nothing again."""
+    from benchmarks import leaderboard
+    from tests.adapters.conftest import build_model, build_tokenizer
+
+    tokenizer = build_tokenizer()
+    base = tmp_path / "base"
+    build_model(tokenizer).save_pretrained(base)
+    tokenizer.save_pretrained(base)
+    args = train.Args(
+        out=tmp_path / "run",
+        stages=["sft", "grpo", "luffy", "eval", "curves"],
+        envs=["grl/Sokoban-v0"],
+        model=str(base),
+        bf16=False,
+        sft_episodes=4,
+        sft_epochs=1.0,
+        sft_batch_size=4,
+        rl_steps=1,
+        rl_prompts=1,
+        num_generations=2,
+        max_new_tokens=8,
+        max_total_tokens=600,
+        eval_seeds=2,
+        eval_batch_size=4,
+        eval_out=tmp_path / "eval",
+        curves_out=tmp_path / "curves",
+        progress=False,
+    )
+    train.main(args)
+    for stage in ("sft", "grpo", "luffy"):
+        record = json.loads((args.out / stage / "stage.json").read_text())
+        assert record["wall_s"] > 0 and record["cpu_s"] > 0
+        assert (args.out / stage / "model" / "config.json").exists()
+    assert json.loads((args.out / "sft" / "stage.json").read_text())["rows"] >= 4
+    luffy_log = (args.out / "luffy" / "log.jsonl").read_text()
+    assert '"off_policy/fraction": 0.5' in luffy_log  # one oracle row in each group of 2
+    summary = json.loads((args.eval_out / "summary.json").read_text())
+    agents = set(summary["per_env"]["grl/Sokoban-v0"])
+    assert agents == {"random", "oracle", "base", "base-sft", "base-sft-grpo", "base-sft-luffy"}
+    assert leaderboard.validate(args.eval_out) == []
+    assert (args.curves_out / "curve_success.png").stat().st_size > 1_000
+    mtime = (args.out / "grpo" / "stage.json").stat().st_mtime
+    train.main(dataclasses.replace(args, stages=["sft", "grpo", "luffy"]))
+    assert (args.out / "grpo" / "stage.json").stat().st_mtime == mtime  # not trained again
