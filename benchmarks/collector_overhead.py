@@ -19,7 +19,6 @@ and a turn-20/turn-1 ratio ≤ 1.5. Results go to ``benchmarks/results/collector
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import statistics
@@ -27,6 +26,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from benchmarks._cli import parse_flags, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "collector_overhead.md"
@@ -230,19 +231,9 @@ def main(args: Args) -> str:
     result = measure(args)
     text = to_markdown(args, result)
     print(text)
-    if args.output:
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.output).write_text(text, encoding="utf-8")
+    write_report(text, args.output)
     return text
 
 
-def _parse() -> Args:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    defaults = Args()
-    for name, value in vars(defaults).items():
-        parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
-    return Args(**vars(parser.parse_args()))
-
-
 if __name__ == "__main__":
-    main(_parse())
+    main(parse_flags(Args, __doc__))

@@ -26,7 +26,6 @@ Results go to ``benchmarks/results/vector_overhead.md``.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import os
@@ -41,6 +40,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+
+from benchmarks._cli import parse_flags, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "vector_overhead.md"
@@ -365,22 +366,9 @@ def main(args: Args) -> str:
     before = _baseline(args) if args.baseline_src else None
     text = to_markdown(args, result, before)
     print(text)
-    if args.output:
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.output).write_text(text, encoding="utf-8")
+    write_report(text, args.output)
     return text
 
 
-def _parse() -> Args:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    defaults = Args()
-    for name, value in vars(defaults).items():
-        kind = (
-            (lambda text: text.lower() in ("1", "true", "yes")) if name == "json" else type(value)
-        )
-        parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=value)
-    return Args(**vars(parser.parse_args()))
-
-
 if __name__ == "__main__":
-    main(_parse())
+    main(parse_flags(Args, __doc__))
