@@ -19,7 +19,6 @@ as ``> cap``. Results print as Markdown and go to ``benchmarks/results/bird_atta
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -31,6 +30,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from benchmarks._cli import parse_flags, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 MIB = 2**20
@@ -274,18 +275,13 @@ def main(args: Args) -> str:
         path.write_text(json.dumps(results, indent=1))
     text = report(rows, args)
     if not args.only and not args.json:  # a --json run measures the code before a fix
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "bird_attacks.md").write_text(text)
+        write_report(text, args.out / "bird_attacks.md")
     print(text)
     return text
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Args:
-    defaults = Args()
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for name, value in vars(defaults).items():
-        parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
-    return Args(**vars(parser.parse_args(argv)))
+    return parse_flags(Args, __doc__, argv)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ The target is sandbox / raw ≤ 1.2 over the whole set. Results print as Markdow
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import sqlite3
@@ -32,6 +31,8 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from benchmarks._cli import parse_flags, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT.parent / "shared" / "data" / "bird" / "mini_dev_sqlite.json"
@@ -166,18 +167,13 @@ def report(origin: str, times: dict[str, list[float]], args: Args) -> str:
 def main(args: Args) -> str:
     origin, times = measure(args)
     text = report(origin, times, args)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bird_overhead.md").write_text(text)
+    write_report(text, args.out / "bird_overhead.md")
     print(text)
     return text
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Args:
-    defaults = Args()
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for name, value in vars(defaults).items():
-        parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
-    return Args(**vars(parser.parse_args(argv)))
+    return parse_flags(Args, __doc__, argv)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ Results print as Markdown and go to ``benchmarks/results/throughput.md`` (and ``
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -29,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from benchmarks._cli import parse_flags, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 PEER_PYTHON = ROOT / "benchmarks/.peers/gym-sokoban/bin/python"
@@ -309,8 +310,7 @@ def main(args: Args) -> str:
     tetris = tetris_throughput.tetris_timings(args.turns)
     text = report(generation + peer_rows, peer_note, env, imports)
     text += "\n" + tetris_throughput.report(tetris)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "throughput.md").write_text(text)
+    write_report(text, args.out / "throughput.md")
     record = {"generation": generation + peer_rows, "env": env, "imports": imports}
     record["tetris"] = tetris
     (args.out / "throughput.json").write_text(json.dumps(record, indent=2))
@@ -319,11 +319,7 @@ def main(args: Args) -> str:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Args:
-    defaults = Args()
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for name, value in vars(defaults).items():
-        parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
-    return Args(**vars(parser.parse_args(argv)))
+    return parse_flags(Args, __doc__, argv)
 
 
 if __name__ == "__main__":
