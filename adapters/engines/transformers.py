@@ -211,88 +211,111 @@ class TransformersEngine:
         requests: Sequence[GenerationRequest],
         previous: dict[tuple[int, ...], _Entry],
     ) -> list[Generation]:
-        torch = _torch()
         if not requests:
             return []
         for request in requests:
             if request.prompt_ids is None:
                 raise ValueError("TransformersEngine needs prompt_ids in every request")
-        device = next(self.model.parameters()).device
         prompts = [list(request.prompt_ids) for request in requests]  # type: ignore[arg-type]
         cache, _, width = self._reused_cache(previous, prompts) if previous else (None, 0, 0)
         width = max(width, *(len(prompt) for prompt in prompts))
-        input_ids = torch.full((len(requests), width), self.pad_token_id, dtype=torch.long)
-        attention = torch.zeros((len(requests), width), dtype=torch.long)
-        for row, request in enumerate(requests):
-            ids = request.prompt_ids
-            input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)  # type: ignore[arg-type]
-            attention[row, width - len(ids) :] = 1  # type: ignore[arg-type]
-        stops = sorted({token for request in requests for token in request.stop_token_ids})
-        if not stops and self.tokenizer.eos_token_id is not None:
-            stops = [self.tokenizer.eos_token_id]
-        budget = max(request.max_new_tokens for request in requests)
-        sampling = self.sampling
-        options: dict[str, Any] = {"do_sample": sampling.temperature > 0}
-        if sampling.temperature > 0:
-            options.update(temperature=sampling.temperature, top_p=sampling.top_p)
-            options["top_k"] = sampling.top_k if sampling.top_k > 0 else None
-        if sampling.seed is not None:
-            torch.manual_seed(sampling.seed)
-        if cache is not None:
-            options[_cache_argument()] = cache
-        was_training = self.model.training
-        self.model.eval()
-        try:
-            with torch.no_grad():
-                output = self.model.generate(
-                    input_ids=input_ids.to(device),
-                    attention_mask=attention.to(device),
-                    max_new_tokens=budget,
-                    eos_token_id=stops or None,
-                    pad_token_id=self.pad_token_id,
-                    return_dict_in_generate=True,
-                    output_logits=True,
-                    **options,
-                )
-        finally:
-            if was_training:
-                self.model.train()
-        sampled = output.sequences[:, width:]
-        steps = sampled.shape[1]
-        if steps:
-            # The model's own distribution at the sampling temperature (what a trainer scores),
-            # not the top-p/top-k-filtered scores, which renormalise over the nucleus.
-            logits = torch.stack(output.logits, dim=1).float()  # (batch, steps, vocab)
-            if sampling.temperature > 0:
-                logits = logits / sampling.temperature
-            logprobs = torch.log_softmax(logits, dim=-1)
-            chosen = logprobs.gather(-1, sampled.unsqueeze(-1)).squeeze(-1).tolist()
-        else:
-            chosen = [[] for _ in requests]
-        stop_set = set(stops)
-        generations = []
-        replies = []
-        for row, request in enumerate(requests):
-            ids = sampled[row].tolist()
-            stop_at = next((i for i, token in enumerate(ids) if token in stop_set), None)
-            if stop_at is not None and stop_at < request.max_new_tokens:
-                end, finish = stop_at + 1, "stop"
-            else:
-                end, finish = min(len(ids), request.max_new_tokens), "length"
-            ids = ids[:end]
-            replies.append(ids)
-            text_ids = ids[:-1] if finish == "stop" else ids
-            generations.append(
-                Generation(
-                    text=self.tokenizer.decode(text_ids, skip_special_tokens=True),
-                    token_ids=ids,
-                    logprobs=[float(value) for value in chosen[row][:end]],
-                    finish_reason=finish,
-                )
-            )
+        input_ids, attention = _left_padded(prompts, width, self.pad_token_id)
+        extra = {_cache_argument(): cache} if cache is not None else {}
+        output, generations = _generate_padded(self, requests, input_ids, attention, **extra)
         if self.prefix_cache and self._weights is not None:
-            self._keep(_output_cache(output), prompts, replies, width)
+            replies = [generation.token_ids for generation in generations]
+            self._keep(_output_cache(output), prompts, replies, width)  # type: ignore[arg-type]
         return generations
+
+
+def _left_padded(prompts: Sequence[Sequence[int]], width: int, pad: int) -> tuple[Any, Any]:
+    """``(input_ids, attention_mask)``: ``prompts`` left-padded with ``pad`` to ``width``."""
+    torch = _torch()
+    input_ids = torch.full((len(prompts), width), pad, dtype=torch.long)
+    attention = torch.zeros((len(prompts), width), dtype=torch.long)
+    for row, ids in enumerate(prompts):
+        input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+        attention[row, width - len(ids) :] = 1
+    return input_ids, attention
+
+
+def _generate_padded(
+    engine: Any,
+    requests: Sequence[GenerationRequest],
+    input_ids: Any,
+    attention: Any,
+    **model_inputs: Any,
+) -> tuple[Any, list[Generation]]:
+    """``(output, generations)`` of one ``generate`` call of ``engine.model`` (with the
+    engine's ``tokenizer``, ``sampling`` and ``pad_token_id``) on the left-padded batch
+    ``input_ids`` (``attention`` marks the padding; ``model_inputs`` go along), in eval mode
+    without gradients (a model being trained is switched back). Row ``i`` keeps the tokens it
+    sampled up to and including its first stop token (the requests' ``stop_token_ids``, else
+    the tokenizer's EOS), cut to its own ``max_new_tokens``; its logprobs are under the model's
+    distribution at the sampling temperature (`TransformersEngine`). The text leaves out the
+    stop token and special tokens. ``output`` is ``generate``'s own (its cache)."""
+    torch = _torch()
+    model, tokenizer, sampling = engine.model, engine.tokenizer, engine.sampling
+    device = next(model.parameters()).device
+    width = input_ids.shape[1]
+    stops = sorted({token for request in requests for token in request.stop_token_ids})
+    if not stops and tokenizer.eos_token_id is not None:
+        stops = [tokenizer.eos_token_id]
+    options: dict[str, Any] = {"do_sample": sampling.temperature > 0}
+    if sampling.temperature > 0:
+        options.update(temperature=sampling.temperature, top_p=sampling.top_p)
+        options["top_k"] = sampling.top_k if sampling.top_k > 0 else None
+    if sampling.seed is not None:
+        torch.manual_seed(sampling.seed)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            output = model.generate(
+                input_ids=input_ids.to(device),
+                attention_mask=attention.to(device),
+                max_new_tokens=max(request.max_new_tokens for request in requests),
+                eos_token_id=stops or None,
+                pad_token_id=engine.pad_token_id,
+                return_dict_in_generate=True,
+                output_logits=True,
+                **model_inputs,
+                **options,
+            )
+    finally:
+        if was_training:
+            model.train()
+    sampled = output.sequences[:, width:]
+    if sampled.shape[1]:
+        # The model's own distribution at the sampling temperature (what a trainer scores),
+        # not the top-p/top-k-filtered scores, which renormalise over the nucleus.
+        logits = torch.stack(output.logits, dim=1).float()  # (batch, steps, vocab)
+        if sampling.temperature > 0:
+            logits = logits / sampling.temperature
+        logprobs = torch.log_softmax(logits, dim=-1)
+        chosen = logprobs.gather(-1, sampled.unsqueeze(-1)).squeeze(-1).tolist()
+    else:
+        chosen = [[] for _ in requests]
+    stop_set = set(stops)
+    generations = []
+    for row, request in enumerate(requests):
+        ids = sampled[row].tolist()
+        stop_at = next((i for i, token in enumerate(ids) if token in stop_set), None)
+        if stop_at is not None and stop_at < request.max_new_tokens:
+            end, finish = stop_at + 1, "stop"
+        else:
+            end, finish = min(len(ids), request.max_new_tokens), "length"
+        ids = ids[:end]
+        text_ids = ids[:-1] if finish == "stop" else ids
+        generations.append(
+            Generation(
+                text=tokenizer.decode(text_ids, skip_special_tokens=True),
+                token_ids=ids,
+                logprobs=[float(value) for value in chosen[row][:end]],
+                finish_reason=finish,
+            )
+        )
+    return output, generations
 
 
 def _weights_version(model: Any) -> tuple[tuple[int, int], ...] | None:

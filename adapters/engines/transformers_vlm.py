@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from adapters.engines.base import Generation, GenerationRequest, SamplingConfig
-from adapters.engines.transformers import _torch
+from adapters.engines.transformers import _generate_padded, _left_padded, _torch
 from adapters.rollout import ChatDelta
 
 __all__ = ["VisionChatDelta", "VisionLanguageEngine", "message_images"]
@@ -256,75 +256,15 @@ class VisionLanguageEngine:
     def _generate_batch(
         self, requests: Sequence[GenerationRequest], images: Sequence[list[Any]]
     ) -> list[Generation]:
-        torch = _torch()
         device = next(self.model.parameters()).device
-        width = max(len(request.prompt_ids) for request in requests)  # type: ignore[arg-type]
-        input_ids = torch.full((len(requests), width), self.pad_token_id, dtype=torch.long)
-        attention = torch.zeros((len(requests), width), dtype=torch.long)
-        for row, request in enumerate(requests):
-            ids = torch.tensor(request.prompt_ids, dtype=torch.long)
-            input_ids[row, width - len(ids) :] = ids
-            attention[row, width - len(ids) :] = 1
+        prompts = [request.prompt_ids for request in requests]
+        width = max(len(prompt) for prompt in prompts)  # type: ignore[arg-type]
+        input_ids, attention = _left_padded(prompts, width, self.pad_token_id)  # type: ignore[arg-type]
         extra = {
             key: value.to(device) if hasattr(value, "to") else value
             for key, value in self._image_inputs([i for row in images for i in row]).items()
         }
         if self._token_types and extra:
             extra["mm_token_type_ids"] = (input_ids == self.image_token_id).long().to(device)
-        stops = sorted({token for request in requests for token in request.stop_token_ids})
-        if not stops and self.tokenizer.eos_token_id is not None:
-            stops = [self.tokenizer.eos_token_id]
-        sampling = self.sampling
-        options: dict[str, Any] = {"do_sample": sampling.temperature > 0}
-        if sampling.temperature > 0:
-            options.update(temperature=sampling.temperature, top_p=sampling.top_p)
-            options["top_k"] = sampling.top_k if sampling.top_k > 0 else None
-        if sampling.seed is not None:
-            torch.manual_seed(sampling.seed)
-        was_training = self.model.training
-        self.model.eval()
-        try:
-            with torch.no_grad():
-                output = self.model.generate(
-                    input_ids=input_ids.to(device),
-                    attention_mask=attention.to(device),
-                    max_new_tokens=max(request.max_new_tokens for request in requests),
-                    eos_token_id=stops or None,
-                    pad_token_id=self.pad_token_id,
-                    return_dict_in_generate=True,
-                    output_logits=True,
-                    **extra,
-                    **options,
-                )
-        finally:
-            if was_training:
-                self.model.train()
-        sampled = output.sequences[:, width:]
-        if sampled.shape[1]:
-            logits = torch.stack(output.logits, dim=1).float()
-            if sampling.temperature > 0:
-                logits = logits / sampling.temperature
-            logprobs = torch.log_softmax(logits, dim=-1)
-            chosen = logprobs.gather(-1, sampled.unsqueeze(-1)).squeeze(-1).tolist()
-        else:
-            chosen = [[] for _ in requests]
-        stop_set = set(stops)
-        generations = []
-        for row, request in enumerate(requests):
-            ids = sampled[row].tolist()
-            stop_at = next((i for i, token in enumerate(ids) if token in stop_set), None)
-            if stop_at is not None and stop_at < request.max_new_tokens:
-                end, finish = stop_at + 1, "stop"
-            else:
-                end, finish = min(len(ids), request.max_new_tokens), "length"
-            ids = ids[:end]
-            text_ids = ids[:-1] if finish == "stop" else ids
-            generations.append(
-                Generation(
-                    text=self.tokenizer.decode(text_ids, skip_special_tokens=True),
-                    token_ids=ids,
-                    logprobs=[float(value) for value in chosen[row][:end]],
-                    finish_reason=finish,
-                )
-            )
+        _, generations = _generate_padded(self, requests, input_ids, attention, **extra)
         return generations
