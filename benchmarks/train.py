@@ -472,6 +472,69 @@ def run_curves(args: Args) -> list[Path]:
     return written
 
 
+def write_report(args: Args) -> Path:
+    """``<curves_out>/training.md``: what each stage cost and what the eval measured (success
+    with paired 95% intervals: SFT against zero-shot, each RL stage against SFT)."""
+    names = agent_names(args)
+    lines = [
+        "# Training run",
+        "",
+        f"Written by `python -m benchmarks.train` (run folder `{args.out}`); eval: the "
+        f"leaderboard run in `{args.eval_out}` ({args.eval_seeds} published eval seeds per env, "
+        "greedy). Times are this machine's (2 CPU cores, shared).",
+        "",
+        "## Stages",
+        "",
+        "| stage | agent | wall min | CPU min | steps | notes |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for stage_name in ("sft", *RL_STAGES):
+        stage = Stage(args, stage_name)
+        if not stage.done:
+            continue
+        record = stage.record()
+        notes = ""
+        if stage_name == "sft":
+            loss = f"{record['first_loss']:.3f} → {record['last_loss']:.3f}"
+            notes = f"{record['rows']} rows; loss {loss}"
+        lines.append(
+            f"| {stage_name} | `{names[stage_name]}` | {record['wall_s'] / 60:.1f} | "
+            f"{record['cpu_s'] / 60:.1f} | {record.get('steps', '')} | {notes} |"
+        )
+    summary_path = args.eval_out / "summary.json"
+    if summary_path.exists():
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+        pairs = {(pair["a"], pair["b"]): pair for pair in summary["paired"]}
+        lines += ["", "## Eval", ""]
+        for env_id in args.envs:
+            rows = summary["per_env"].get(env_id, {})
+            lines += [
+                f"### {env_id}",
+                "",
+                "| agent | success | return | turns | Δ success (paired 95% CI) | against |",
+                "|---|---:|---:|---:|---:|---|",
+            ]
+            for agent, result in rows.items():
+                against = names["sft"] if agent in [names[n] for n in RL_STAGES] else None
+                against = names["base"] if agent == names["sft"] else against
+                delta = ""
+                pair = pairs.get((against, agent))
+                if pair and env_id in pair["per_env"]:
+                    d = pair["per_env"][env_id]["success"]
+                    delta = f"{d['mean']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]"
+                success = result["success"]
+                lines.append(
+                    f"| `{agent}` | {success['mean']:.2f} ± {success['se']:.2f} | "
+                    f"{result['return']['mean']:.2f} | {result['turns']['mean']:.2f} | {delta} | "
+                    f"{f'`{against}`' if delta else ''} |"
+                )
+            lines.append("")
+    path = args.curves_out / "training.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+    return path
+
+
 def _smooth(values: Sequence[float], width: int = 5) -> list[float]:
     out = []
     for index in range(len(values)):
@@ -505,7 +568,10 @@ def main(args: Args) -> None:
         stage = Stage(args, name)
         if name in ("eval", "curves"):
             print(f"[{name}]")
-            run_eval(args) if name == "eval" else print(*run_curves(args), sep="\n")
+            if name == "eval":
+                run_eval(args)
+            else:
+                print(*run_curves(args), write_report(args), sep="\n")
             continue
         if stage.done:
             print(f"[{name}] already done: {stage.record_path}")

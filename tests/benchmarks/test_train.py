@@ -91,6 +91,8 @@ def test_train__pipeline_on_a_tiny_model_resumes_and_validates(tmp_path):
     assert agents == {"random", "oracle", "base", "base-sft", "base-sft-grpo", "base-sft-luffy"}
     assert leaderboard.validate(args.eval_out) == []
     assert (args.curves_out / "curve_success.png").stat().st_size > 1_000
+    report = (args.curves_out / "training.md").read_text()
+    assert "| grpo | `base-sft-grpo` |" in report and "| `base-sft-luffy` |" in report
     mtime = (args.out / "grpo" / "stage.json").stat().st_mtime
     train.main(dataclasses.replace(args, stages=["sft", "grpo", "luffy"]))
     assert (args.out / "grpo" / "stage.json").stat().st_mtime == mtime  # not trained again
