@@ -112,6 +112,22 @@ def build_model(tokenizer, seed: int = 0):
     return model
 
 
+def cpu_run_settings(output_dir, **overrides) -> dict:
+    """Keywords of a TRL trainer config (``SFTConfig``, ``GRPOConfig``) for a short seeded CPU
+    run writing to ``output_dir``: no reports, no checkpoints, a log line every step;
+    ``overrides`` add keys or replace these."""
+    settings = dict(
+        output_dir=str(output_dir),
+        report_to="none",
+        use_cpu=True,
+        save_strategy="no",
+        logging_steps=1,
+        seed=0,
+    )
+    settings.update(overrides)
+    return settings
+
+
 @pytest.fixture(scope="session")
 def tokenizer():
     return build_tokenizer()

