@@ -92,6 +92,7 @@ class BatchingEngine:
         self.max_batch_size = max_batch_size
         self.name = getattr(engine, "name", type(engine).__name__)
         self.tokenizer = getattr(engine, "tokenizer", None)
+        self.chat_delta = getattr(engine, "chat_delta", None)  # image-aware engines (VLMs)
         self.needs_env = bool(getattr(engine, "needs_env", False))
         self._waiting: list[tuple[GenerationRequest, asyncio.Future[Generation]]] = []
         self._runner: asyncio.Task[None] | None = None

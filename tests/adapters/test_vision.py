@@ -387,3 +387,31 @@ def test_vision__each_picture_goes_through_the_image_processor_once(vlm, process
     assert torch.equal(first["pixel_values"], whole["pixel_values"])
     assert torch.equal(first["image_grid_thw"], whole["image_grid_thw"])
     assert torch.equal(again["image_grid_thw"], whole["image_grid_thw"][[1, 0, 1]])
+
+
+def test_vision__async_collector_records_equal_the_lockstep_ones():
+    """The async collector's BatchingEngine passes the VLM engine's image-aware chat delta on
+    (without it every vision episode ended with an engine error)."""
+    import asyncio
+
+    from adapters.async_rollout import AsyncRolloutCollector
+    from adapters.engines.transformers_vlm import VisionLanguageEngine
+
+    processor = build_processor()
+    engine = VisionLanguageEngine(
+        build_vlm(processor), processor, sampling=SamplingConfig(temperature=0)
+    )
+    vec = gymnasium.make_vec("grl/Sokoban-vision-v0", num_envs=2, autoreset_mode="disabled")
+    lockstep = RolloutCollector(vec, engine, max_new_tokens=6, max_turns=2).collect([3, 4])
+    collector = AsyncRolloutCollector(
+        lambda: gymnasium.make("grl/Sokoban-vision-v0"),
+        engine,
+        env_id="grl/Sokoban-vision-v0",
+        max_new_tokens=6,
+        max_turns=2,
+        max_concurrency=2,
+    )
+    records = asyncio.run(collector.collect([3, 4]))
+    assert [t.error for t in records] == [None, None]
+    for a, b in zip(lockstep, records, strict=True):
+        assert a.prompt_ids + a.completion_ids == b.prompt_ids + b.completion_ids
