@@ -458,7 +458,10 @@ def run_curves(args: Args) -> list[Path]:
         for name, rows in series.items():
             steps = [row["step"] for row in rows]
             values = [row[key] for row in rows]
-            axis.plot(steps, _smooth(values), label=name)
+            label = name
+            if name == "luffy":  # its groups hold oracle episodes, counted in these means
+                label += f" ({args.luffy_k} of {args.num_generations} per group: oracle)"
+            axis.plot(steps, _smooth(values), label=label)
         axis.set_xlabel("RL step")
         axis.set_ylabel(label)
         axis.set_title(f"{', '.join(args.envs)}: {metric} (moving average of 5 steps)")
