@@ -581,11 +581,24 @@ def test_committed_report__is_self_contained_html(folder):
     assert list(summary["overall"]) == ["random", "oracle"]
 
 
-@pytest.mark.parametrize("folder", [COMMITTED, COMMITTED / "grl"], ids=["default", "grl"])
+TRAINING = ROOT / "benchmarks" / "results" / "training" / "leaderboard"
+
+
+@pytest.mark.parametrize(
+    "folder", [COMMITTED, COMMITTED / "grl", TRAINING], ids=["default", "grl", "training"]
+)
 def test_committed_report__replays_and_validates_against_its_trajectories(folder):
     if not any((folder / name).exists() for name in ("episodes.jsonl", "episodes.jsonl.gz")):
         pytest.skip(f"the trajectories of {folder} are not committed")
     assert leaderboard.validate(folder) == []
+
+
+def test_committed_report__training_run_has_the_issue_agents_on_100_seeds():
+    summary = json.loads((TRAINING / "summary.json").read_text())
+    rows = summary["per_env"]["grl/Sokoban-v0"]
+    for agent in ("smollm2", "smollm2-sft", "smollm2-sft-grpo", "smollm2-sft-gigpo",
+                  "smollm2-sft-luffy"):  # fmt: skip
+        assert rows[agent]["n"] >= 100, agent
 
 
 def test_replay__an_env_that_cannot_be_built_is_reported_not_raised(smoke_run):
