@@ -17,6 +17,12 @@ TORCH := torch==2.13.0
 PIP_LINKS = $(or $(PIP_FIND_LINKS),$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
 UV := $(VENV)/bin/uv pip install --quiet --python $(PY)
 
+# The [tunix] extra conflicts with [train] (google-tunix pins safetensors<0.8, transformers 5
+# needs >=0.8), so Tunix gets a venv of its own; no torch there. uv when it can be had.
+TUNIX_VENV ?= .venv-tunix
+TUNIX_STAMP := $(TUNIX_VENV)/.installed
+TUNIX_UV := $(TUNIX_VENV)/bin/uv pip install --quiet --python $(TUNIX_VENV)/bin/python
+
 $(STAMP): pyproject.toml setup.cfg
 	rm -f $(STAMP)
 	$(PYTHON) -m venv $(VENV)
@@ -42,11 +48,6 @@ test: $(STAMP) browser $(TUNIX_STAMP)  ## the whole test suite (Tunix's tests in
 test-tunix: $(TUNIX_STAMP)
 	$(TUNIX_VENV)/bin/python -m pytest -q tests/adapters/test_tunix.py
 
-# The [tunix] extra conflicts with [train] (google-tunix pins safetensors<0.8, transformers 5
-# needs >=0.8), so Tunix gets a venv of its own; no torch there. uv when it can be had.
-TUNIX_VENV ?= .venv-tunix
-TUNIX_STAMP := $(TUNIX_VENV)/.installed
-TUNIX_UV := $(TUNIX_VENV)/bin/uv pip install --quiet --python $(TUNIX_VENV)/bin/python
 
 $(TUNIX_STAMP): pyproject.toml setup.cfg
 	rm -f $(TUNIX_STAMP)
