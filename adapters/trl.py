@@ -41,6 +41,7 @@ method and ``get_reward()``.
 
 from __future__ import annotations
 
+import copyreg
 import json
 import logging
 from collections.abc import Callable, Iterable
@@ -511,7 +512,7 @@ def make_environment_factory(env_id: str, **env_kwargs: Any) -> type:
     instructions = probe.unwrapped.instructions
     probe.close()
 
-    class TextEnvironment:
+    class TextEnvironment(metaclass=_EnvironmentClass):
         def __init__(self) -> None:
             self.env = gymnasium.make(env_id, **env_kwargs)
             self.reward = 0.0
@@ -543,4 +544,18 @@ def make_environment_factory(env_id: str, **env_kwargs: Any) -> type:
     parts = env_id.split("/")[-1].split("-")[:-1]  # "Sokoban-8x8-v0" -> Sokoban8x8
     TextEnvironment.__name__ = "".join(part[:1].upper() + part[1:] for part in parts) + "Tool"
     TextEnvironment.__qualname__ = TextEnvironment.__name__
+    TextEnvironment._factory_args = (env_id, dict(env_kwargs))
     return TextEnvironment
+
+
+class _EnvironmentClass(type):
+    """Metaclass of :func:`make_environment_factory`'s classes: they pickle as the call that
+    builds them (TRL's ``AsyncGRPOTrainer`` pickles its ``environment_factory`` into a spawned
+    rollout process; a class made inside a function cannot be pickled by reference)."""
+
+
+def _rebuild_environment_class(env_id: str, env_kwargs: dict[str, Any]) -> type:
+    return make_environment_factory(env_id, **env_kwargs)
+
+
+copyreg.pickle(_EnvironmentClass, lambda cls: (_rebuild_environment_class, cls._factory_args))

@@ -310,3 +310,20 @@ def test_trl__advantage_settings_are_checked(tokenizer):
 
     with pytest.raises(ValueError, match="whole groups"):
         gigpo([key, key], trainer=SplitGroups())
+
+
+def test_trl__environment_factory_pickles_for_a_spawned_rollout_process():
+    """TRL's AsyncGRPOTrainer pickles environment_factory into a spawned process: the class
+    and a mid-episode instance survive a round trip through plain pickle."""
+    import pickle
+
+    factory = make_environment_factory("grl/Sokoban-v0", max_turns=3)
+    again = pickle.loads(pickle.dumps(factory))
+    assert again.__name__ == "SokobanTool" and again.play.__doc__ == factory.play.__doc__
+    tool = factory()
+    first = tool.reset(seed=5)
+    tool.play("<answer>Up</answer>")
+    copy = pickle.loads(pickle.dumps(tool))
+    assert copy.play("<answer>Left</answer>") == tool.play("<answer>Left</answer>")
+    assert again().reset(seed=5) == first
+    assert again().env.unwrapped.max_turns == 3
