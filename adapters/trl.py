@@ -26,7 +26,8 @@ Three pieces, used together::
   log-probabilities, 0 on env tokens), ``env_mask`` (1 = model token, 0 = env/template token:
   TRL multiplies it into the loss mask), and ``episode_return``, ``success``, ``num_turns``,
   ``engine_error``, which TRL forwards to reward functions. An episode that ended with an
-  engine error gets an all-zero ``env_mask`` (no loss) and no reward.
+  engine error, or whose env worker died (``truncation_reason="worker_died"``), gets an
+  all-zero ``env_mask`` (no loss) and no reward.
 - :func:`episode_return_reward`: the reward function returning each episode's return.
 
 Per-token advantages: ``make_rollout_func(..., advantages=AdvantageConfig(...))`` adds
@@ -253,8 +254,12 @@ class AdvantageConfig:
         return [np.full(t.num_turns, value) for t, value in zip(trajectories, values, strict=True)]
 
 
+#: endings that are no behaviour of the policy: an engine failure, a dead env worker
+_FAILED_ENDINGS = ("error", "worker_died")
+
+
 def _is_error(trajectory: Trajectory) -> bool:
-    return trajectory.truncation_reason == "error"
+    return trajectory.truncation_reason in _FAILED_ENDINGS
 
 
 def _rows(

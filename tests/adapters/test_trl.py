@@ -327,3 +327,25 @@ def test_trl__environment_factory_pickles_for_a_spawned_rollout_process():
     assert copy.play("<answer>Left</answer>") == tool.play("<answer>Left</answer>")
     assert again().reset(seed=5) == first
     assert again().env.unwrapped.max_turns == 3
+
+
+def test_trl__episodes_of_a_dead_env_worker_train_like_engine_errors():
+    """A worker death is no behaviour of the policy: its episodes get no loss and no reward."""
+    from adapters.trl import _rows
+    from agent_envs.core.records import Trajectory
+
+    def record(reason):
+        return Trajectory(
+            env_id="grl/Sokoban-v0",
+            seed=1,
+            truncated=reason is not None,
+            truncation_reason=reason,
+            prompt_ids=[1, 2],
+            turn_completion_ids=[[3, 4]],
+            turn_logprobs=[[-0.1, -0.2]],
+            turn_env_ids=[[]],
+        )
+
+    rows = _rows([record("worker_died"), record("error"), record(None)], pad_token_id=0)
+    assert rows["engine_error"] == [True, True, False]
+    assert rows["env_mask"] == [[0, 0], [0, 0], [1, 1]]
