@@ -313,7 +313,7 @@ def run_sft(args: Args, stage: Stage) -> None:
 
 def _multi_env_rollout_func(args: Args, estimator: str) -> Any:
     """One rollout_func over several ids: each prompt's key names its env."""
-    from adapters.trl import AdvantageConfig, make_rollout_func
+    from adapters.trl import AdvantageConfig, _parse_key, make_rollout_func
 
     config = AdvantageConfig(
         estimator="grpo" if estimator == "luffy" else estimator,
@@ -334,7 +334,7 @@ def _multi_env_rollout_func(args: Args, estimator: str) -> Any:
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
         by_env: dict[str, list[int]] = {}
         for index, prompt in enumerate(prompts):
-            by_env.setdefault(json.loads(prompt)["env_id"], []).append(index)
+            by_env.setdefault(_parse_key(prompt)[0], []).append(index)
         output: dict[str, list[Any]] = {}
         order: list[int] = []
         for env_id, indices in by_env.items():
@@ -556,14 +556,12 @@ def main(args: Args) -> None:
     for stage in args.stages:
         if stage not in STAGES:
             raise SystemExit(f"--stages: unknown stage {stage!r}; choose from {STAGES}")
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
-    args.out.mkdir(parents=True, exist_ok=True)
     import torch
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
+    args.out.mkdir(parents=True, exist_ok=True)
     sft = Stage(args, "sft")
     for name in STAGES:
         if name not in args.stages:
