@@ -61,7 +61,25 @@ def _text_space(max_length: int) -> Any:
     return spaces.Text(max_length=max_length, min_length=0, charset=ASCII_CHARSET)
 
 
-class TextArenaAECEnv(AECEnv):
+class _TextAgents:
+    """Spaces and observations shared by every agent of a text AEC env: one Text space for
+    all agents, each agent's latest view in ``self._views``."""
+
+    _observation_space: Any
+    _action_space: Any
+    _views: dict[str, str]
+
+    def observation_space(self, agent: str) -> Any:
+        return self._observation_space
+
+    def action_space(self, agent: str) -> Any:
+        return self._action_space
+
+    def observe(self, agent: str) -> TextObservation:
+        return TextObservation(self._views.get(agent, ""))
+
+
+class TextArenaAECEnv(_TextAgents, AECEnv):
     """A two-player TextArena game as a PettingZoo AEC env.
 
     Whose turn it is comes from TextArena's ``get_observation()`` player id (some games
@@ -117,15 +135,6 @@ class TextArenaAECEnv(AECEnv):
         finally:
             self._random_state = random.getstate()
             random.setstate(outside)
-
-    def observation_space(self, agent: str) -> Any:
-        return self._observation_space
-
-    def action_space(self, agent: str) -> Any:
-        return self._action_space
-
-    def observe(self, agent: str) -> TextObservation:
-        return TextObservation(self._views.get(agent, ""))
 
     def _state(self) -> Any:
         from adapters.textarena import _raw
@@ -200,7 +209,7 @@ class TextArenaAECEnv(AECEnv):
         pass
 
 
-class SelfPlayAECEnv(AECEnv):
+class SelfPlayAECEnv(_TextAgents, AECEnv):
     """Two agents take turns on their own copies of one ``grl/*`` env, both reset with
     the same seed; each agent's observation, reward, termination, truncation and info are
     its own env's (info: the env's info dict); ``reset``'s ``options`` are not used. An
@@ -227,15 +236,6 @@ class SelfPlayAECEnv(AECEnv):
         self._action_space = base.action_space
         self._views: dict[str, str] = {}
         self.render_mode = None
-
-    def observation_space(self, agent: str) -> Any:
-        return self._observation_space
-
-    def action_space(self, agent: str) -> Any:
-        return self._action_space
-
-    def observe(self, agent: str) -> TextObservation:
-        return TextObservation(self._views.get(agent, ""))
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
         self.agents = list(self.possible_agents)
