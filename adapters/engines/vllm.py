@@ -22,7 +22,7 @@ from gymnasium.error import DependencyNotInstalled
 
 from adapters.engines.base import Generation, GenerationRequest, SamplingConfig
 
-__all__ = ["VLLMEngine"]
+__all__ = ["VLLMEngine", "sampling_params"]
 
 
 def _vllm() -> Any:
@@ -33,6 +33,26 @@ def _vllm() -> Any:
             "VLLMEngine needs vLLM (a CUDA machine): pip install 'agent-envs[vllm]'"
         ) from error
     return vllm
+
+
+def sampling_params(
+    factory: Any, request: GenerationRequest, sampling: SamplingConfig, number: int, **extra: Any
+) -> Any:
+    """vLLM ``SamplingParams`` (built by ``factory``) for request ``number`` of an engine's life:
+    one sample, the sampled token's logprob, the request's budget and stop tokens, and seed
+    ``sampling.seed + number`` when seeded (so members of a group sample differently)."""
+    return factory(
+        n=1,
+        max_tokens=request.max_new_tokens,
+        stop_token_ids=list(request.stop_token_ids),
+        logprobs=0,
+        temperature=sampling.temperature,
+        top_p=sampling.top_p,
+        top_k=sampling.top_k if sampling.top_k > 0 else -1,
+        seed=None if sampling.seed is None else sampling.seed + number,
+        skip_special_tokens=True,
+        **extra,
+    )
 
 
 class VLLMEngine:
@@ -69,17 +89,8 @@ class VLLMEngine:
         self._request_count = itertools.count()
 
     def _params(self, request: GenerationRequest) -> Any:
-        sampling = self.sampling
-        return self._SamplingParams(
-            n=1,
-            max_tokens=request.max_new_tokens,
-            stop_token_ids=list(request.stop_token_ids),
-            logprobs=0,
-            temperature=sampling.temperature,
-            top_p=sampling.top_p,
-            top_k=sampling.top_k if sampling.top_k > 0 else -1,
-            seed=None if sampling.seed is None else sampling.seed + next(self._request_count),
-            skip_special_tokens=True,
+        return sampling_params(
+            self._SamplingParams, request, self.sampling, next(self._request_count)
         )
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:

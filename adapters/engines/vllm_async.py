@@ -23,6 +23,7 @@ from typing import Any
 from gymnasium.error import DependencyNotInstalled
 
 from adapters.engines.base import Generation, GenerationRequest, SamplingConfig
+from adapters.engines.vllm import sampling_params
 
 __all__ = ["VLLMAsyncEngine"]
 
@@ -78,18 +79,8 @@ class VLLMAsyncEngine:
         self._id_prefix = f"agent-envs-{uuid.uuid4().hex[:12]}"  # unique per engine
 
     def _params(self, request: GenerationRequest, number: int) -> Any:
-        sampling = self.sampling
-        return self._SamplingParams(
-            n=1,
-            max_tokens=request.max_new_tokens,
-            stop_token_ids=list(request.stop_token_ids),
-            logprobs=0,
-            temperature=sampling.temperature,
-            top_p=sampling.top_p,
-            top_k=sampling.top_k if sampling.top_k > 0 else -1,
-            seed=None if sampling.seed is None else sampling.seed + number,
-            skip_special_tokens=True,
-            output_kind=self._final_only,
+        return sampling_params(
+            self._SamplingParams, request, self.sampling, number, output_kind=self._final_only
         )
 
     async def agenerate(self, request: GenerationRequest) -> Generation:
