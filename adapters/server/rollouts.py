@@ -32,11 +32,9 @@ def run_rollouts(
     prefixes: tuple[str, ...] = ("grl/",),
 ) -> list[dict[str, Any]]:
     """``Trajectory.to_dict()`` of every episode, in ``ids`` order (groups consecutive)."""
-    import gymnasium
-
     from adapters.engines.base import SamplingConfig
     from adapters.engines.openai_http import OpenAIEngine
-    from adapters.rollout import RolloutCollector
+    from adapters.rollout import collect_episodes
     from adapters.server.sessions import BadEnvArguments
 
     if not ids:
@@ -49,18 +47,16 @@ def run_rollouts(
     engine = OpenAIEngine(
         base_url, model, sampling=config, api_key=api_key, timeout=timeout, seed=config.seed
     )
-    vec = gymnasium.make_vec(
-        env_id,
-        num_envs=len(ids) * group_size,
-        group_size=group_size,
-        autoreset_mode="disabled",
-        **(env_kwargs or {}),
-    )
     try:
-        collector = RolloutCollector(
-            vec, engine, env_id=env_id, max_turns=max_round, max_new_tokens=max_new_tokens
+        trajectories = collect_episodes(
+            env_id,
+            engine,
+            list(ids),
+            group_size=group_size,
+            max_turns=max_round,
+            max_new_tokens=max_new_tokens,
+            **(env_kwargs or {}),
         )
-        return [trajectory.to_dict() for trajectory in collector.collect(list(ids))]
+        return [trajectory.to_dict() for trajectory in trajectories]
     finally:
-        vec.close()
         engine.close()
