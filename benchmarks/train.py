@@ -9,9 +9,10 @@ checkpoint)::
                                  └─►  luffy  ─┘
 
 - **sft**: the env's oracle trajectories on train seeds → TRL ``SFTTrainer`` with LoRA
-  (peft), loss on the oracle's replies only (prompt-completion rows: one per turn, the
-  history up to that turn's observation as the prompt). The adapter is merged into the base
-  weights and saved as a plain checkpoint folder.
+  (peft; :class:`adapters.sft_trainer.SharedPrefixSFTTrainer` runs each batch's shared
+  system prompt once, same gradients), loss on the oracle's replies only (prompt-completion
+  rows: one per turn, the history up to that turn's observation as the prompt). The adapter
+  is merged into the base weights and saved as a plain checkpoint folder.
 - **grpo**, **gigpo**, **luffy**: RL from the SFT model with TRL's ``GRPOTrainer`` extended by
   :class:`adapters.trl_trainer.TokenAdvantageGRPOTrainer`: multi-turn episodes from
   :func:`adapters.trl.make_rollout_func`, advantages from :mod:`adapters.advantages`
@@ -97,6 +98,8 @@ class Args:
     """SFT learning rate"""
     sft_batch_size: int = 8
     """SFT rows per optimizer step"""
+    sft_shared_prefix: bool = True
+    """run each batch's shared system prompt once (``adapters.sft_trainer``; same gradients)"""
     # RL
     rl_steps: int = 30
     """optimizer steps per RL stage"""
@@ -266,6 +269,7 @@ def run_sft(args: Args, stage: Stage) -> None:
     from trl import SFTConfig, SFTTrainer
 
     from adapters.sft import collect_oracle_trajectories, sft_rows
+    from adapters.sft_trainer import SharedPrefixSFTTrainer
 
     started = _clock()
     rows: list[dict[str, Any]] = []
@@ -289,7 +293,7 @@ def run_sft(args: Args, stage: Stage) -> None:
         max_length=args.max_total_tokens,
         completion_only_loss=True,
     )
-    trainer = SFTTrainer(
+    trainer = (SharedPrefixSFTTrainer if args.sft_shared_prefix else SFTTrainer)(
         model=model,
         processing_class=tokenizer,
         train_dataset=dataset,

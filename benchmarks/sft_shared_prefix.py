@@ -1,0 +1,189 @@
+"""SFT step cost: TRL's ``SFTTrainer`` against ``SharedPrefixSFTTrainer`` on the same batches.
+
+``python -m benchmarks.sft_shared_prefix`` builds both trainers on one dataset of oracle rows
+(``adapters.sft.sft_rows``, prompt-completion, one row per turn) of ``--env-id`` over the
+embedded SmolLM2-135M-Instruct with the LoRA and bf16 settings of ``benchmarks.train``, then
+times ``compute_loss`` + ``backward`` of the same collated batch under each trainer, in ABBA
+order per repeat (a new batch each repeat), in CPU seconds of this process on ``--threads``
+torch threads (the work done, which other processes on a shared machine barely change) and
+in wall seconds. It reports the median seconds per step of each, the ratio (median and range
+over repeats), the fraction of tokens the shared prefixes saved, and the largest loss
+difference between the two (bf16 autocast: rounding, not a different loss). Results go to
+``benchmarks/results/sft_shared_prefix.md``.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import platform
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks._cli import parse_flags, write_report
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results" / "sft_shared_prefix.md"
+
+
+@dataclass
+class Args:
+    """Benchmark settings (every field is a command-line flag)."""
+
+    env_id: str = "grl/Sokoban-v0"
+    """the env whose oracle rows are trained on"""
+    episodes: int = 64
+    """oracle episodes (train seeds of ``benchmarks.train``)"""
+    batch_size: int = 16
+    """rows per step"""
+    repeats: int = 4
+    """batches per trainer"""
+    threads: int = 1
+    """torch threads"""
+    bf16: bool = True
+    """bfloat16 autocast, as ``benchmarks.train`` trains"""
+    output: str = str(RESULTS)
+    """where the Markdown table goes ("" to only print it)"""
+
+
+def _trainers(args: Args, folder: str) -> tuple[Any, Any]:
+    import datasets
+    from peft import LoraConfig
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    from adapters.engines.transformers import save_smollm2_checkpoint
+    from adapters.sft import collect_oracle_trajectories, sft_rows
+    from adapters.sft_trainer import SharedPrefixSFTTrainer
+    from benchmarks.train import train_seeds
+
+    base = os.path.join(folder, "base")
+    save_smollm2_checkpoint(base)
+    trajectories = collect_oracle_trajectories(args.env_id, train_seeds(args.env_id, args.episodes))
+    rows = sft_rows(trajectories, format="prompt_completion")
+    dataset = datasets.Dataset.from_list(
+        [{"prompt": row["prompt"], "completion": row["completion"]} for row in rows]
+    )
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    models = [AutoModelForCausalLM.from_pretrained(base) for _ in range(2)]
+    lora = LoraConfig(
+        r=32, lora_alpha=64, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM"
+    )
+    built = []
+    classes = (SFTTrainer, SharedPrefixSFTTrainer)
+    for name, cls, model in zip(("a", "b"), classes, models, strict=True):
+        config = SFTConfig(
+            output_dir=os.path.join(folder, name),
+            use_cpu=True,
+            bf16=args.bf16,
+            report_to="none",
+            save_strategy="no",
+            per_device_train_batch_size=args.batch_size,
+            max_length=1024,
+            completion_only_loss=True,
+            gradient_checkpointing=False,
+            seed=0,
+        )
+        built.append(
+            cls(
+                model=model,
+                processing_class=tokenizer,
+                train_dataset=dataset,
+                args=config,
+                peft_config=copy.deepcopy(lora),
+            )
+        )
+    return built[0], built[1]
+
+
+def _step(trainer: Any, batch: dict[str, Any]) -> tuple[float, float, float]:
+    """``(cpu s, wall s, loss)`` of one loss + backward on ``batch``."""
+    model = trainer.model
+    model.train()
+    model.zero_grad(set_to_none=True)
+    cpu, wall = time.process_time(), time.perf_counter()
+    with trainer.compute_loss_context_manager():
+        loss = trainer.compute_loss(model, {key: value.clone() for key, value in batch.items()})
+    loss.backward()
+    return time.process_time() - cpu, time.perf_counter() - wall, float(loss)
+
+
+def main(args: Args) -> str:
+    import torch
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    with tempfile.TemporaryDirectory() as folder:
+        plain, shared = _trainers(args, folder)
+        batches = iter(plain.get_train_dataloader())
+        times: dict[str, list[tuple[float, float]]] = {"plain": [], "shared": []}
+        loss_gap, tokens = 0.0, []
+        _step(plain, plain._prepare_inputs(next(batches)))  # warm-up, untimed
+        for _ in range(args.repeats):
+            batch = plain._prepare_inputs(next(batches))
+            tokens.append(int(batch["attention_mask"].sum()))
+            losses = {}
+            for name in ("plain", "shared", "shared", "plain"):
+                trainer = plain if name == "plain" else shared
+                cpu, wall, loss = _step(trainer, batch)
+                times[name].append((cpu, wall))
+                losses.setdefault(name, loss)
+            loss_gap = max(loss_gap, abs(losses["plain"] - losses["shared"]))
+        saved = shared._metrics["train"]["shared_prefix/tokens_saved"]
+    text = _report(args, times, loss_gap, statistics.mean(saved), statistics.mean(tokens))
+    print(text)
+    write_report(text, args.output)
+    return text
+
+
+def _report(
+    args: Args,
+    times: dict[str, list[tuple[float, float]]],
+    loss_gap: float,
+    saved: float,
+    tokens: float,
+) -> str:
+    def pairs(which: int) -> list[float]:  # per repeat: plain / shared (2 timings each)
+        plain, shared = times["plain"], times["shared"]
+        return [
+            (plain[2 * i][which] + plain[2 * i + 1][which])
+            / (shared[2 * i][which] + shared[2 * i + 1][which])
+            for i in range(args.repeats)
+        ]
+
+    lines = [
+        "# SFT step: SFTTrainer vs SharedPrefixSFTTrainer",
+        "",
+        f"`python -m benchmarks.sft_shared_prefix` — {args.env_id} oracle rows, batch "
+        f"{args.batch_size} ({tokens:.0f} unpadded tokens per batch on average), SmolLM2-135M-"
+        f"Instruct with LoRA r=32 on all linear layers, bf16 autocast {args.bf16}, "
+        f"{args.threads} torch thread(s), {args.repeats} batches, ABBA order; "
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs (shared).",
+        "",
+        "| trainer | CPU s / step (median) | wall s / step (median) |",
+        "|---|---:|---:|",
+    ]
+    for name, label in (("plain", "`SFTTrainer`"), ("shared", "`SharedPrefixSFTTrainer`")):
+        cpu = statistics.median(t[0] for t in times[name])
+        wall = statistics.median(t[1] for t in times[name])
+        lines.append(f"| {label} | {cpu:.2f} | {wall:.2f} |")
+    cpu_ratio, wall_ratio = pairs(0), pairs(1)
+    lines += [
+        "",
+        f"- Speed-up (SFTTrainer / shared), CPU seconds: {statistics.median(cpu_ratio):.2f}× "
+        f"(range {min(cpu_ratio):.2f}–{max(cpu_ratio):.2f}× over repeats); wall: "
+        f"{statistics.median(wall_ratio):.2f}× ({min(wall_ratio):.2f}–{max(wall_ratio):.2f}×).",
+        f"- Tokens the shared prefixes kept from running: {saved:.1%} of the batch.",
+        f"- Largest loss difference on the same batch: {loss_gap:.2e} (bf16 rounding; "
+        "`tests/adapters/test_sft_trainer.py` checks loss and gradients equal in fp32).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main(parse_flags(Args, __doc__))
