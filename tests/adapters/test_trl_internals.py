@@ -1,4 +1,5 @@
-"""The TRL internals that adapters.trl and TokenAdvantageGRPOTrainer rely on.
+"""The TRL internals that adapters.trl, TokenAdvantageGRPOTrainer and SharedPrefixSFTTrainer
+rely on.
 
 When TRL moves one of them, a test here fails with a message naming it: update the subclass
 (adapters/trl_trainer.py) and the pin of the ``train`` extra together."""
@@ -149,3 +150,30 @@ def test_trl_internals__off_policy_term_is_normalised_as_trl_normalises(
             f"{MOVED}loss_type={loss_type!r} (training={training}) normalises its per-token "
             "loss differently from TokenAdvantageGRPOTrainer._normalise"
         )
+
+
+def test_trl_internals__sft_trainer_pieces_shared_prefix_relies_on():
+    """adapters.sft_trainer.SharedPrefixSFTTrainer: compute_loss's signature, the fused LM
+    head's keyword and outputs, and the trainer attributes its loss path reads and writes."""
+    from trl import SFTTrainer
+    from trl.trainer.utils import FusedCausalLMOutput
+
+    found = list(inspect.signature(SFTTrainer.compute_loss).parameters)
+    assert found == ["self", "model", "inputs", "return_outputs", "num_items_in_batch"], (
+        f"{MOVED}SFTTrainer.compute_loss{tuple(found)}"
+    )
+    source = inspect.getsource(SFTTrainer)
+    for piece in (
+        "fused_lm_head=True",
+        "self.aux_loss_enabled",
+        "self.compute_loss_func",
+        "self.label_smoother",
+        "self._total_train_tokens",
+        '["mean_token_accuracy"]',
+        '["entropy"]',
+    ):
+        assert piece in source, f"{MOVED}SFTTrainer no longer has {piece!r}"
+    fields = set(FusedCausalLMOutput.__dataclass_fields__)
+    assert {"log_probs", "label_mask", "entropy", "is_top1"} <= fields, (
+        f"{MOVED}FusedCausalLMOutput fields are {sorted(fields)}"
+    )
