@@ -150,8 +150,9 @@ class SharedPrefixSFTTrainer(SFTTrainer):
         metrics = self._metrics["train"]
         metrics["entropy"].append(entropy_sum / label_count if label_count else 0.0)
         metrics["mean_token_accuracy"].append(is_top1_sum / label_count if label_count else 0.0)
-        self._total_train_tokens += int(attention_mask.sum())
-        metrics["shared_prefix/tokens_saved"].append(1 - tokens_run / int(attention_mask.sum()))
+        batch_tokens = int(attention_mask.sum())
+        self._total_train_tokens += batch_tokens
+        metrics["shared_prefix/tokens_saved"].append(1 - tokens_run / batch_tokens)
         metrics["num_tokens"] = [self._total_train_tokens]
         return loss
 

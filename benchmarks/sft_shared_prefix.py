@@ -52,27 +52,20 @@ class Args:
 
 def _trainers(args: Args, folder: str) -> tuple[Any, Any]:
     import datasets
-    from peft import LoraConfig
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
     from adapters.engines.transformers import save_smollm2_checkpoint
-    from adapters.sft import collect_oracle_trajectories, sft_rows
     from adapters.sft_trainer import SharedPrefixSFTTrainer
-    from benchmarks.train import train_seeds
+    from benchmarks import train
 
     base = os.path.join(folder, "base")
     save_smollm2_checkpoint(base)
-    trajectories = collect_oracle_trajectories(args.env_id, train_seeds(args.env_id, args.episodes))
-    rows = sft_rows(trajectories, format="prompt_completion")
-    dataset = datasets.Dataset.from_list(
-        [{"prompt": row["prompt"], "completion": row["completion"]} for row in rows]
-    )
+    rows, _ = train.oracle_sft_rows(args.env_id, args.episodes)
+    dataset = datasets.Dataset.from_list(rows)
     tokenizer = AutoTokenizer.from_pretrained(base)
     models = [AutoModelForCausalLM.from_pretrained(base) for _ in range(2)]
-    lora = LoraConfig(
-        r=32, lora_alpha=64, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM"
-    )
+    lora = train._lora_config(train.Args())  # the training run's LoRA (r=32, all linear layers)
     built = []
     classes = (SFTTrainer, SharedPrefixSFTTrainer)
     for name, cls, model in zip(("a", "b"), classes, models, strict=True):

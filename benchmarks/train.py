@@ -48,7 +48,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RL_STAGES", "STAGES", "TRAIN_SEED_BASE", "Args", "agent_names", "main", "train_seeds"]
+__all__ = [
+    "RL_STAGES",
+    "STAGES",
+    "TRAIN_SEED_BASE",
+    "Args",
+    "agent_names",
+    "main",
+    "oracle_sft_rows",
+    "train_seeds",
+]
 
 RL_STAGES = ("grpo", "gigpo", "luffy")
 STAGES = ("sft", *RL_STAGES, "eval", "curves")
@@ -263,25 +272,34 @@ def _write_log(stage: Stage, history: list[dict[str, Any]]) -> None:
             file.write(json.dumps(row) + "\n")
 
 
+def oracle_sft_rows(env_id: str, episodes: int) -> tuple[list[dict[str, Any]], float]:
+    """``(rows, oracle success rate)``: prompt-completion SFT rows (one per turn) of the
+    oracle's episodes on the first ``episodes`` SFT train seeds of ``env_id``."""
+    from adapters.sft import collect_oracle_trajectories, sft_rows
+
+    trajectories = collect_oracle_trajectories(env_id, train_seeds(env_id, episodes))
+    rows = [
+        {"prompt": row["prompt"], "completion": row["completion"]}
+        for row in sft_rows(trajectories, format="prompt_completion")
+    ]
+    return rows, sum(t.success for t in trajectories) / len(trajectories)
+
+
 def run_sft(args: Args, stage: Stage) -> None:
     """Oracle trajectories of every env → SFTTrainer (completion-only loss) → merged model."""
     import datasets
     from trl import SFTConfig, SFTTrainer
 
-    from adapters.sft import collect_oracle_trajectories, sft_rows
     from adapters.sft_trainer import SharedPrefixSFTTrainer
 
     started = _clock()
     rows: list[dict[str, Any]] = []
     oracle_success = {}
     for env_id in args.envs:
-        trajectories = collect_oracle_trajectories(env_id, train_seeds(env_id, args.sft_episodes))
-        oracle_success[env_id] = sum(t.success for t in trajectories) / len(trajectories)
-        rows += sft_rows(trajectories, format="prompt_completion")
+        env_rows, oracle_success[env_id] = oracle_sft_rows(env_id, args.sft_episodes)
+        rows += env_rows
     random.Random(args.seed).shuffle(rows)
-    dataset = datasets.Dataset.from_list(
-        [{"prompt": row["prompt"], "completion": row["completion"]} for row in rows]
-    )
+    dataset = datasets.Dataset.from_list(rows)
     model, tokenizer = _load(base_model_dir(args))
     config = SFTConfig(
         **_common_config(args, stage),
