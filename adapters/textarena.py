@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import operator
 import random
 import re
 from collections.abc import Callable, Iterator
@@ -81,6 +82,21 @@ _INVALID_REASON = re.compile(r"attempted an invalid move\. Reason: (.*?) Please 
 _OUTSIDE_CHARSET = re.compile(r"[^\x20-\x7e\n\t]")
 _CUT_MARK = "[... earlier history cut ...]\n"
 _MAX_OPPONENT_MOVES = 10_000
+#: the ``random`` module's functions: bound methods of its hidden global generator
+_RANDOM_FUNCTIONS = tuple(
+    name
+    for name, value in vars(random).items()
+    if callable(value) and isinstance(getattr(value, "__self__", None), random.Random)
+)
+
+_get_random_functions = operator.itemgetter(*_RANDOM_FUNCTIONS)
+
+
+def _functions_of(generator: random.Random) -> dict[str, Any]:
+    """``generator``'s methods under the names the ``random`` module gives its own."""
+    return {name: getattr(generator, name) for name in _RANDOM_FUNCTIONS}
+
+
 #: Longest move sent to a game: some TextArena move regexes backtrack quadratically on long
 #: text (ConnectFour's ``.*\[(?:col\s*)?(\d+)\].*``), so longer moves are our invalid action.
 MAX_MOVE_LENGTH = 2_000
@@ -262,9 +278,12 @@ class TextArenaEnv(TextEnv):
 
     Randomness: the ``seed`` of ``reset`` is passed to TextArena's ``reset`` and reproduces
     the game. TextArena's games draw from Python's global ``random``; with ``own_random=True``
-    (the default) every call into TextArena runs with this env's own state of it, swapped in
-    and out around the call (about 13 us a turn), so envs in one process (a vector env) do
-    not disturb each other or the caller's stream, and copies continue like the original.
+    (the default) every call into TextArena runs with the ``random`` module's functions
+    (``random.choice``, ``random.seed``, ...) bound to this env's own generator, and the
+    caller's bindings put back after it (about 1 us a turn), so envs in one process (a vector
+    env) do not disturb each other or the caller's stream, and copies continue like the
+    original. Code that kept a reference to a function of the module (``from random import
+    choice``) still draws from the global generator; TextArena's games do not.
     ``own_random=False`` leaves the global generator shared, as raw TextArena does. Games
     that draw from NumPy's global generator (SpellingBee, IteratedStagHunt) are not covered.
 
@@ -328,7 +347,8 @@ class TextArenaEnv(TextEnv):
         self.agent_player = agent_player
         self.reply_format = reply_format
         self.own_random = own_random
-        self._random_state = random.Random(0).getstate()
+        self._random = random.Random(0)
+        self._random_functions = _functions_of(self._random)
         with self._own_random():
             self._game = ta.make(textarena_id)
         self._raw_game = _raw(self._game)
@@ -343,19 +363,26 @@ class TextArenaEnv(TextEnv):
     # ----------------------------------------------------------------- TextArena calls
     @contextmanager
     def _own_random(self, *, trial: bool = False) -> Iterator[None]:
-        """Run the block with this env's state of Python's global ``random``; ``trial``:
-        on a copy of it (moves tried on copies of the game leave the game's stream as is)."""
+        """Run the block with the ``random`` module's functions bound to this env's own
+        generator (``trial``: to a copy of it, so moves tried on copies of the game leave the
+        game's stream as is); the caller's bindings come back after it."""
         if not self.own_random:
             yield
             return
-        outside = random.getstate()
-        random.setstate(self._random_state)
+        functions = self._random_functions
+        if trial:
+            generator = random.Random()
+            generator.setstate(self._random.getstate())
+            functions = _functions_of(generator)
+        elif functions["random"].__self__ is not self._random:  # a copy made otherwise
+            functions = self._random_functions = _functions_of(self._random)
+        namespace = vars(random)
+        outside = _get_random_functions(namespace)
+        namespace.update(functions)
         try:
             yield
         finally:
-            if not trial:
-                self._random_state = random.getstate()
-            random.setstate(outside)
+            namespace.update(zip(_RANDOM_FUNCTIONS, outside, strict=True))
 
     def _probe_players(self) -> int:
         for count in (1, 2):

@@ -9,8 +9,9 @@
   ``step("<answer>move</answer>")`` per move of our player; in two-player games the opponent
   is a callable that plays the same recorded moves, so both sides make the same TextArena
   calls, plus ours: the answer parser, the info dict and state hash, the ASCII pass over the
-  observation and swapping Python's ``random`` state in and out;
-* **ours, own_random=False**: the same without the ``random`` swap (the global generator
+  observation and binding the ``random`` module's functions to the env's own generator
+  and back;
+* **ours, own_random=False**: the same without the ``random`` binding (the global generator
   shared, as raw TextArena does).
 
 The move lists are fixed (played once by seeded random players and recorded), so every side
@@ -184,7 +185,7 @@ def main(args: Args) -> str:
         "Target: ours/raw per turn <= 1.10.",
         "",
         "| game | players | our turns / episode | raw us / turn | ours us / turn "
-        "| ours - raw us / turn | of which the random swap, us | ours / raw per turn "
+        "| ours - raw us / turn | of which the random binding, us | ours / raw per turn "
         "| ours (own_random=False) / raw | ours / raw reset |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -203,8 +204,9 @@ def main(args: Args) -> str:
         "",
         f"Worst median per-turn ratio: {worst:.3f}; target <= 1.10 {met}. The wrapper adds a "
         "roughly constant cost per turn (the column ours - raw): the answer parser, the info "
-        "dict and state hash, and, by default, swapping Python's `random` state in and out "
-        "(its own column). Where TextArena's own turn takes tens of microseconds (TicTacToe, "
+        "dict and state hash, and, by default, binding the `random` module's functions to the "
+        "env's own generator and back (its own column, ~1-2 us; noisy). Where TextArena's own "
+        "turn takes tens of microseconds (TicTacToe, "
         "ConnectFour, TowerOfHanoi) that constant is a multiple of it; where the game does "
         "real work per move (Othello) it is a fraction.",
         "",

@@ -97,8 +97,10 @@ def test_textarena__agent_player_one_waits_for_the_opponent():
 
 
 def test_textarena__keeps_its_own_random_state():
-    """Games draw from Python's global random; the env swaps in its own state around calls,
-    so the caller's random stream is untouched and interleaved envs replay alike."""
+    """Games draw from Python's global random; the env binds the module's functions to its
+    own generator around calls, so the caller's random stream and bindings are untouched and
+    interleaved envs replay alike."""
+    caller = (random.random, random.choice, random.seed, random.getstate)
     random.seed(7)
     expected = [random.random() for _ in range(3)]
     random.seed(7)
@@ -106,6 +108,13 @@ def test_textarena__keeps_its_own_random_state():
     env.reset(seed=3)
     env.step("<answer>[3 3]</answer>")
     assert [random.random() for _ in range(3)] == expected
+    assert (random.random, random.choice, random.seed, random.getstate) == caller
+    with env._own_random():
+        inner = random.random
+        with make("Minesweeper-v0")._own_random():  # nested: restores the outer env's
+            assert random.random is not inner
+        assert random.random is inner and inner.__self__ is env._random
+    assert random.random == caller[0]
 
     def play(envs):
         for env in envs:
