@@ -40,8 +40,8 @@ test_trl_internals.py`` fails with a message naming what moved when these intern
 
 Metrics logged besides TRL's: ``off_policy/fraction`` (rows), ``off_policy/shaping_mean``
 (mean ``f(pi)`` on off-policy tokens), ``advantages/token_mean`` and ``advantages/token_std``
-(over model tokens). :func:`adapters.trl.episode_return_reward` logs
-``episodes/engine_errors``.
+(over model tokens), ``episodes/zero_advantage_fraction`` (with ``drop_zero_advantage``).
+:func:`adapters.trl.episode_return_reward` logs ``episodes/engine_errors``.
 """
 
 from __future__ import annotations
@@ -89,12 +89,23 @@ class TokenAdvantageGRPOTrainer(GRPOTrainer):
         *args, **kwargs: ``GRPOTrainer``'s; ``rollout_func`` is required and must come from
             ``adapters.trl.make_rollout_func(..., advantages=...)``.
         shaping_gamma: LUFFY's ``gamma`` in ``f(pi) = pi / (pi + gamma)`` (paper: 0.1).
+        drop_zero_advantage: leave rows whose every advantage is 0 (an episode group whose
+            episodes all scored alike, with no step-level signal either) out of the loss mask,
+            so they stop diluting the token normalisation of ``loss_type="dapo"`` / ``"bnpo"``
+            (DAPO's filter of such groups, without re-sampling). They add no gradient either
+            way; their share is logged as ``episodes/zero_advantage_fraction``.
     """
 
     #: checked by ``make_rollout_func(advantages=...)``
     uses_token_advantages = True
 
-    def __init__(self, *args: Any, shaping_gamma: float = 0.1, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        shaping_gamma: float = 0.1,
+        drop_zero_advantage: bool = False,
+        **kwargs: Any,
+    ) -> None:
         if not _trl_supported(trl.__version__):
             warnings.warn(
                 f"TokenAdvantageGRPOTrainer was written for TRL >={SUPPORTED_TRL[0]},"
@@ -105,6 +116,7 @@ class TokenAdvantageGRPOTrainer(GRPOTrainer):
         if isinstance(shaping_gamma, bool) or not shaping_gamma > 0:
             raise ValueError(f"shaping_gamma must be > 0, got {shaping_gamma!r}")
         self.shaping_gamma = float(shaping_gamma)
+        self.drop_zero_advantage = bool(drop_zero_advantage)
         self._captured_logps: list[torch.Tensor] | None = None
         super().__init__(*args, **kwargs)
         if self.rollout_func is None:
@@ -136,8 +148,22 @@ class TokenAdvantageGRPOTrainer(GRPOTrainer):
         output["advantages"] = advantages.to(device)
         off_policy = torch.tensor([bool(example["off_policy"]) for example in inputs])
         output["off_policy"] = off_policy.to(device)
+        if self.drop_zero_advantage:
+            self._drop_zero_advantage_rows(output)
         self._log_batch(output)
         return output
+
+    def _drop_zero_advantage_rows(self, output: dict[str, Any]) -> None:
+        """Zero the loss mask of rows without a non-zero advantage and recount the batch's
+        loss tokens (TRL counted them before the advantages were known)."""
+        flat = (output["advantages"] == 0).all(dim=1)
+        key = "tool_mask" if "tool_mask" in output else "completion_mask"
+        output[key] = output[key] * (~flat).unsqueeze(1).to(output[key].dtype)
+        loss_mask = output["completion_mask"] * output.get("tool_mask", 1)
+        output["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
+        mode = "train" if self.model.training else "eval"
+        share = self.accelerator.gather(flat.float()).mean().item()
+        self._metrics[mode]["episodes/zero_advantage_fraction"].append(share)
 
     def _log_batch(self, output: dict[str, Any]) -> None:
         mode = "train" if self.model.training else "eval"

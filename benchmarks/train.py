@@ -120,6 +120,8 @@ class Args:
     """RL learning rate"""
     temperature: float = 1.0
     """sampling temperature of training episodes"""
+    drop_zero_advantage: bool = True
+    """leave episodes with no non-zero advantage out of the loss's token count (DAPO's filter)"""
     max_new_tokens: int = 32
     """generation budget per turn (training and eval)"""
     max_total_tokens: int = 1024
@@ -317,6 +319,7 @@ def run_sft(args: Args, stage: Stage) -> None:
         train_dataset=dataset,
         args=config,
         peft_config=_lora_config(args),
+        drop_zero_advantage=args.drop_zero_advantage,
     )
     trainer.train(resume_from_checkpoint=_last_checkpoint(stage.dir / "checkpoints"))
     _save_merged(trainer.model, tokenizer, stage.model_dir)
@@ -422,6 +425,7 @@ def run_rl(args: Args, stage: Stage, sft: Stage) -> None:
         rollout_func=_multi_env_rollout_func(args, stage.name),
         args=config,
         peft_config=_lora_config(args),
+        drop_zero_advantage=args.drop_zero_advantage,
     )
     trainer.train(resume_from_checkpoint=_last_checkpoint(stage.dir / "checkpoints"))
     _save_merged(trainer.model, tokenizer, stage.model_dir)

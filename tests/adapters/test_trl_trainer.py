@@ -322,3 +322,37 @@ def test_trl_trainer__rejects_rows_without_token_advantages_and_bad_gamma(
     trainer = _trainer(tmp_path, copy.deepcopy(tiny_model), tokenizer, rollout, max_steps=1)
     with pytest.raises(ValueError, match="no token_advantages"):
         trainer.train()
+
+
+def test_trl_trainer__dropping_zero_advantage_rows_equals_training_without_them(
+    bare_trainer, tokenizer
+):
+    """drop_zero_advantage: a row whose advantages are all 0 leaves the loss mask and the dapo
+    token count, so the loss and its gradient are those of the batch without that row."""
+    trainer = bare_trainer
+    trainer.model.train()
+    trainer.drop_zero_advantage = True
+    kept = _batch(tokenizer, advantage=[1.5], off_policy=[False])
+    mixed = _batch(tokenizer, advantage=[1.5, 0.0], off_policy=[False, False])
+    trainer._drop_zero_advantage_rows(mixed)
+    assert mixed["tool_mask"][1].sum() == 0 and mixed["tool_mask"][0].all()
+    assert int(mixed["num_items_in_batch"]) == int(kept["num_items_in_batch"])
+    logged = trainer._metrics["train"]["episodes/zero_advantage_fraction"]
+    assert logged == [0.5]
+
+    def loss_and_grads(inputs):
+        trainer.model.zero_grad()
+        loss = trainer._compute_loss(trainer.model, inputs)
+        loss.backward()
+        params = [p for p in trainer.model.parameters() if p.requires_grad]
+        return loss.detach(), [p.grad.clone() for p in params]
+
+    loss, grads = loss_and_grads(kept)
+    mixed_loss, mixed_grads = loss_and_grads(mixed)
+    torch.testing.assert_close(mixed_loss, loss, rtol=1e-5, atol=1e-7)
+    for grad, mixed_grad in zip(grads, mixed_grads, strict=True):
+        torch.testing.assert_close(mixed_grad, grad, rtol=1e-4, atol=1e-7)
+    # without the drop, the zero row still counts in the normaliser: half the loss
+    diluted = _batch(tokenizer, advantage=[1.5, 0.0], off_policy=[False, False])
+    diluted_loss, _ = loss_and_grads(diluted)
+    torch.testing.assert_close(diluted_loss, loss / 2, rtol=1e-5, atol=1e-7)
