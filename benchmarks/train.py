@@ -319,7 +319,6 @@ def run_sft(args: Args, stage: Stage) -> None:
         train_dataset=dataset,
         args=config,
         peft_config=_lora_config(args),
-        drop_zero_advantage=args.drop_zero_advantage,
     )
     trainer.train(resume_from_checkpoint=_last_checkpoint(stage.dir / "checkpoints"))
     _save_merged(trainer.model, tokenizer, stage.model_dir)

@@ -119,9 +119,16 @@ class CountingEngine(OpenAIEngine):
 
 def test_serve__server_killed_mid_batch_then_restarted(server, checkpoint_dir):
     engine = CountingEngine(
-        server.url, str(checkpoint_dir), max_concurrency=2, timeout=20, max_retries=6,
-        backoff=0.5, max_backoff=4.0, seed=0, sampling=SamplingConfig(temperature=1.0),
-    )  # fmt: skip
+        server.url,
+        str(checkpoint_dir),
+        max_concurrency=2,
+        timeout=20,
+        max_retries=20,
+        backoff=0.5,
+        max_backoff=4.0,
+        seed=0,
+        sampling=SamplingConfig(temperature=1.0),
+    )  # fmt: skip  (20 retries wait ~70 s in all: a restart on a loaded machine can take 15+ s)
     requests = [
         GenerationRequest(max_new_tokens=150, messages=[{"role": "user", "content": f"go {i}"}])
         for i in range(8)
@@ -132,7 +139,7 @@ def test_serve__server_killed_mid_batch_then_restarted(server, checkpoint_dir):
     time.sleep(0.8)
     server.stop()  # SIGKILL: in-flight requests see a reset connection
     server.start()
-    worker.join(timeout=120)
+    worker.join(timeout=180)
     generations = results["out"]
     assert len(generations) == 8
     assert CountingEngine.failures >= 1
