@@ -76,6 +76,12 @@ def policy_shaping(probs: torch.Tensor, gamma: float = 0.1) -> torch.Tensor:
     return probs / (probs + gamma)
 
 
+def _loss_mask(batch: dict[str, Any]) -> torch.Tensor:
+    """The tokens TRL's loss counts: completion tokens the model wrote (``tool_mask`` marks
+    env tokens 0 in multi-turn rows)."""
+    return batch["completion_mask"] * batch.get("tool_mask", 1)
+
+
 def _trl_supported(version: str) -> bool:
     low, high = (Version(bound) for bound in SUPPORTED_TRL)
     return low <= Version(version) < high
@@ -159,15 +165,14 @@ class TokenAdvantageGRPOTrainer(GRPOTrainer):
         flat = (output["advantages"] == 0).all(dim=1)
         key = "tool_mask" if "tool_mask" in output else "completion_mask"
         output[key] = output[key] * (~flat).unsqueeze(1).to(output[key].dtype)
-        loss_mask = output["completion_mask"] * output.get("tool_mask", 1)
-        output["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
+        output["num_items_in_batch"] = self.accelerator.gather(_loss_mask(output).sum()).sum()
         mode = "train" if self.model.training else "eval"
         share = self.accelerator.gather(flat.float()).mean().item()
         self._metrics[mode]["episodes/zero_advantage_fraction"].append(share)
 
     def _log_batch(self, output: dict[str, Any]) -> None:
         mode = "train" if self.model.training else "eval"
-        mask = (output["completion_mask"] * output.get("tool_mask", 1)).float()
+        mask = _loss_mask(output).float()
         values = output["advantages"] * mask
         totals = torch.stack([values.sum(), (values * values).sum(), mask.sum()])
         total, squares, count = self.accelerator.reduce(totals, reduction="sum").tolist()
@@ -202,7 +207,7 @@ class TokenAdvantageGRPOTrainer(GRPOTrainer):
             (per_token_logps,) = self._captured_logps
         finally:
             self._captured_logps = None
-        mask = inputs["completion_mask"] * inputs.get("tool_mask", 1)
+        mask = _loss_mask(inputs)
         shaped = policy_shaping(torch.exp(per_token_logps), self.shaping_gamma)
         per_token_loss = -shaped * advantages * (1.0 - on_policy)
         loss = loss + self._normalise(per_token_loss, mask, inputs)
