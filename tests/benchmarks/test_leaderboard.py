@@ -582,10 +582,21 @@ def test_committed_report__is_self_contained_html(folder):
 
 
 TRAINING = ROOT / "benchmarks" / "results" / "training" / "leaderboard"
+TRAINING_MORE = {  # the other committed training runs: Sokoban's extra recipes, Blocksworld
+    "training-rl-recipes": ROOT / "benchmarks" / "results" / "training" / "rl_recipes",
+    "training-blocksworld": ROOT
+    / "benchmarks"
+    / "results"
+    / "training"
+    / "blocksworld"
+    / "leaderboard",
+}
 
 
 @pytest.mark.parametrize(
-    "folder", [COMMITTED, COMMITTED / "grl", TRAINING], ids=["default", "grl", "training"]
+    "folder",
+    [COMMITTED, COMMITTED / "grl", TRAINING, *TRAINING_MORE.values()],
+    ids=["default", "grl", "training", *TRAINING_MORE],
 )
 def test_committed_report__replays_and_validates_against_its_trajectories(folder):
     if not any((folder / name).exists() for name in ("episodes.jsonl", "episodes.jsonl.gz")):
@@ -598,6 +609,15 @@ def test_committed_report__training_run_has_the_issue_agents_on_100_seeds():
     rows = summary["per_env"]["grl/Sokoban-v0"]
     for agent in ("smollm2", "smollm2-sft", "smollm2-sft-grpo", "smollm2-sft-gigpo",
                   "smollm2-sft-luffy"):  # fmt: skip
+        assert rows[agent]["n"] >= 100, agent
+
+
+def test_committed_report__blocksworld_training_run_has_every_stage_on_100_seeds():
+    folder = TRAINING_MORE["training-blocksworld"]
+    summary = json.loads((folder / "summary.json").read_text())
+    rows = summary["per_env"]["grl/Blocksworld-v0"]
+    for agent in ("random", "oracle", "smollm2-sft", "smollm2-sft-grpo",
+                  "smollm2-sft-gigpo", "smollm2-sft-luffy"):  # fmt: skip
         assert rows[agent]["n"] >= 100, agent
 
 
