@@ -583,13 +583,8 @@ def test_committed_report__is_self_contained_html(folder):
 
 TRAINING = ROOT / "benchmarks" / "results" / "training" / "leaderboard"
 TRAINING_MORE = {  # the other committed training runs: Sokoban's extra recipes, Blocksworld
-    "training-rl-recipes": ROOT / "benchmarks" / "results" / "training" / "rl_recipes",
-    "training-blocksworld": ROOT
-    / "benchmarks"
-    / "results"
-    / "training"
-    / "blocksworld"
-    / "leaderboard",
+    "training-rl-recipes": TRAINING.parent / "rl_recipes",
+    "training-blocksworld": TRAINING.parent / "blocksworld" / "leaderboard",
 }
 
 
