@@ -118,17 +118,11 @@ class CountingEngine(OpenAIEngine):
 
 
 def test_serve__server_killed_mid_batch_then_restarted(server, checkpoint_dir):
+    # 20 retries wait ~70 s in all: a restart on a loaded machine can take 15+ s
     engine = CountingEngine(
-        server.url,
-        str(checkpoint_dir),
-        max_concurrency=2,
-        timeout=20,
-        max_retries=20,
-        backoff=0.5,
-        max_backoff=4.0,
-        seed=0,
-        sampling=SamplingConfig(temperature=1.0),
-    )  # fmt: skip  (20 retries wait ~70 s in all: a restart on a loaded machine can take 15+ s)
+        server.url, str(checkpoint_dir), max_concurrency=2, timeout=20, max_retries=20,
+        backoff=0.5, max_backoff=4.0, seed=0, sampling=SamplingConfig(temperature=1.0),
+    )  # fmt: skip
     requests = [
         GenerationRequest(max_new_tokens=150, messages=[{"role": "user", "content": f"go {i}"}])
         for i in range(8)

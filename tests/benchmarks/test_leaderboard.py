@@ -599,20 +599,25 @@ def test_committed_report__replays_and_validates_against_its_trajectories(folder
     assert leaderboard.validate(folder) == []
 
 
-def test_committed_report__training_run_has_the_issue_agents_on_100_seeds():
-    summary = json.loads((TRAINING / "summary.json").read_text())
-    rows = summary["per_env"]["grl/Sokoban-v0"]
-    for agent in ("smollm2", "smollm2-sft", "smollm2-sft-grpo", "smollm2-sft-gigpo",
-                  "smollm2-sft-luffy"):  # fmt: skip
-        assert rows[agent]["n"] >= 100, agent
+TRAINED = ("smollm2-sft", "smollm2-sft-grpo", "smollm2-sft-gigpo", "smollm2-sft-luffy")
 
 
-def test_committed_report__blocksworld_training_run_has_every_stage_on_100_seeds():
-    folder = TRAINING_MORE["training-blocksworld"]
+@pytest.mark.parametrize(
+    "folder, env_id, agents",
+    [
+        (TRAINING, "grl/Sokoban-v0", ("smollm2", *TRAINED)),
+        (
+            TRAINING_MORE["training-blocksworld"],
+            "grl/Blocksworld-v0",
+            ("random", "oracle", *TRAINED),
+        ),
+    ],
+    ids=["sokoban", "blocksworld"],
+)
+def test_committed_report__training_run_has_every_stage_on_100_seeds(folder, env_id, agents):
     summary = json.loads((folder / "summary.json").read_text())
-    rows = summary["per_env"]["grl/Blocksworld-v0"]
-    for agent in ("random", "oracle", "smollm2-sft", "smollm2-sft-grpo",
-                  "smollm2-sft-gigpo", "smollm2-sft-luffy"):  # fmt: skip
+    rows = summary["per_env"][env_id]
+    for agent in agents:
         assert rows[agent]["n"] >= 100, agent
 
 
