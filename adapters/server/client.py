@@ -138,10 +138,10 @@ class RemoteEnv(gymnasium.Env):
             raise ValueError(f"transport must be one of {_TRANSPORTS}, got {transport!r}")
         if transport == "ws":
             try:
-                import websockets  # noqa: F401
+                import websocket  # noqa: F401  (websocket-client)
             except ImportError as error:  # pragma: no cover - depends on the environment
                 raise DependencyNotInstalled(
-                    "RemoteEnv's WebSocket transport needs websockets: pip install "
+                    "RemoteEnv's WebSocket transport needs websocket-client: pip install "
                     "'agent-envs[server]' (or pass transport='http')"
                 ) from error
         if env_kwargs.get("render_mode") == "human":
@@ -191,48 +191,44 @@ class RemoteEnv(gymnasium.Env):
         return response.content
 
     def _message(self, payload: dict[str, Any]) -> Any:
-        """One WebSocket round trip; `_SessionLost` when the server or the session is gone."""
-        from websockets.exceptions import ConnectionClosed, InvalidStatus
+        """One WebSocket round trip; `_SessionLost` when the server or the session is gone.
+
+        websocket-client sends and receives on the calling thread (a sync client with a reader
+        thread costs a thread hand-off per message: benchmarks/results/server_load.md)."""
+        import websocket
 
         try:
             if self._ws is None:
-                try:
-                    self._ws = self._connect()
-                except InvalidStatus as error:  # refused at the handshake: the token
-                    status = error.response.status_code
-                    raise ServerError(
-                        status, "refused", f"WebSocket handshake: {status}"
-                    ) from error
-            self._ws.send(_encode(payload))  # a binary frame: UTF-8 JSON
-            reply = json.loads(self._ws.recv(timeout=self.request_timeout))
-        except (ConnectionClosed, OSError) as error:
+                self._ws = self._connect()
+            self._ws.send_bytes(_encode(payload))  # a binary frame: UTF-8 JSON
+            reply = json.loads(self._ws.recv())
+        except websocket.WebSocketTimeoutException as error:
             self._drop_ws()
-            raise _SessionLost(str(error)) from error
-        except TimeoutError:
+            raise TimeoutError(
+                f"no reply within request_timeout={self.request_timeout:g} s"
+            ) from error
+        except (websocket.WebSocketConnectionClosedException, OSError) as error:
             self._drop_ws()
-            raise
+            raise _SessionLost(str(error) or "connection closed") from error
         if isinstance(reply, dict) and "error" in reply:
             _raise(None, reply["error"]["type"], reply["error"]["message"])
         return reply
 
     def _connect(self) -> Any:
-        from websockets.sync.client import connect
+        import websocket
 
         url = "ws" + self.base_url.removeprefix("http") + "/ws"
-        headers = {k: v for k, v in self._headers.items() if k == "authorization"}
-        connection = connect(
-            url,
-            additional_headers=headers,
-            max_size=None,
-            compression=None,
-            open_timeout=self.request_timeout,
-        )
-        return connection.__enter__()  # closed by _drop_ws (websockets >= 17.1 wants this)
+        headers = [f"{k}: {v}" for k, v in self._headers.items() if k == "authorization"]
+        try:
+            return websocket.create_connection(url, header=headers, timeout=self.request_timeout)
+        except websocket.WebSocketBadStatusException as error:  # refused at the handshake
+            status = error.status_code
+            raise ServerError(status, "refused", f"WebSocket handshake: {status}") from error
 
     def _drop_ws(self) -> None:
         if self._ws is not None:
             with contextlib.suppress(Exception):
-                self._ws.close()
+                self._ws.close(timeout=1.0)
             self._ws = None
 
     def _call(self, op: str, payload: dict[str, Any]) -> Any:

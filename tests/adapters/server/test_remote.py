@@ -4,6 +4,8 @@ unchanged, and episodes that survive a server restart (replayed) or are marked."
 from __future__ import annotations
 
 import socket
+import threading
+import time
 
 import gymnasium
 import numpy as np
@@ -191,3 +193,22 @@ def test_remote__configuration_errors_name_the_argument():
     ):
         with pytest.raises(ValueError, match=name):
             RemoteEnv("http://127.0.0.1:9", "grl/Sokoban-v0", **kwargs)
+
+
+def test_remote__a_server_that_never_answers_raises_timeout_in_bounded_time():
+    from websockets.sync.server import serve as ws_serve
+
+    def silent(connection):  # accepts the WebSocket, reads, never replies
+        for _ in connection:
+            pass
+
+    with ws_serve(silent, "127.0.0.1", 0) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        port = server.socket.getsockname()[1]
+        began = time.monotonic()
+        with pytest.raises(TimeoutError, match=r"request_timeout=0\.5"):
+            RemoteEnv(f"http://127.0.0.1:{port}", "grl/Sokoban-v0", request_timeout=0.5)
+        assert time.monotonic() - began < 5.0
+        server.shutdown()
+    thread.join(timeout=5)
