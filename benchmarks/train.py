@@ -28,9 +28,12 @@ checkpoint)::
   estimator, as PNG.
 
 Every stage writes ``<out>/<stage>/stage.json`` (settings, wall and CPU seconds, metrics) and
-``<out>/<stage>/log.jsonl`` (TRL's log history). The GPU recipe is the same script with other
-flags (see the README, "Train an agent"): a bigger ``--model``, ``--no-lora``,
-``--use-vllm`` (TRL's colocated vLLM generates the episodes), larger groups and more steps.
+``<out>/<stage>/log.jsonl`` (TRL's log history). To train a finished RL stage further, delete
+its ``stage.json`` and ``model/`` and rerun with a larger ``--rl-steps``: it continues from its
+last checkpoint on the next train seeds, and its times include the steps before. The GPU
+recipe is the same script with other flags (see the README, "Train an agent"): a bigger
+``--model``, ``--no-lora``, ``--use-vllm`` (TRL's colocated vLLM generates the episodes),
+larger groups and more steps.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ __all__ = [
     "STAGES",
     "TRAIN_SEED_BASE",
     "Args",
+    "StageClock",
     "agent_names",
     "main",
     "oracle_sft_rows",
@@ -191,15 +195,45 @@ class Stage:
     def record(self) -> dict[str, Any]:
         return json.loads(self.record_path.read_text(encoding="utf-8"))
 
-    def finish(self, started: tuple[float, float], **record: Any) -> None:
-        wall, cpu = time.perf_counter() - started[0], time.process_time() - started[1]
+    def finish(self, clock: StageClock, **record: Any) -> None:
+        wall, cpu = clock.elapsed()
         record = {"stage": self.name, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), **record}
         self.record_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         print(f"[{self.name}] done in {wall / 60:.1f} min wall, {cpu / 60:.1f} min CPU")
 
 
-def _clock() -> tuple[float, float]:
-    return time.perf_counter(), time.process_time()
+class StageClock:
+    """Wall and CPU seconds a stage has taken, across resumes: written into every checkpoint
+    the trainer saves (``stage_clock.json``) and read back from the one the stage resumes
+    from, so a resumed stage reports its whole time."""
+
+    FILE = "stage_clock.json"
+
+    def __init__(self, resume_from: str | None) -> None:
+        saved = Path(resume_from) / self.FILE if resume_from else None
+        before = json.loads(saved.read_text()) if saved and saved.exists() else {}
+        self.before = before.get("wall_s", 0.0), before.get("cpu_s", 0.0)
+        self.started = time.perf_counter(), time.process_time()
+
+    def elapsed(self) -> tuple[float, float]:
+        return (
+            self.before[0] + time.perf_counter() - self.started[0],
+            self.before[1] + time.process_time() - self.started[1],
+        )
+
+    def callback(self) -> Any:
+        """A ``TrainerCallback`` that writes the time so far into each saved checkpoint."""
+        from transformers import TrainerCallback
+
+        clock = self
+
+        class SaveClock(TrainerCallback):
+            def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+                wall, cpu = clock.elapsed()
+                folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+                (folder / StageClock.FILE).write_text(json.dumps({"wall_s": wall, "cpu_s": cpu}))
+
+        return SaveClock()
 
 
 def base_model_dir(args: Args) -> Path:
@@ -300,7 +334,8 @@ def run_sft(args: Args, stage: Stage) -> None:
 
     from adapters.sft_trainer import SharedPrefixSFTTrainer
 
-    started = _clock()
+    checkpoint = _last_checkpoint(stage.dir / "checkpoints")
+    clock = StageClock(checkpoint)
     rows: list[dict[str, Any]] = []
     oracle_success = {}
     for env_id in args.envs:
@@ -325,13 +360,14 @@ def run_sft(args: Args, stage: Stage) -> None:
         train_dataset=dataset,
         args=config,
         peft_config=_lora_config(args),
+        callbacks=[clock.callback()],
     )
-    trainer.train(resume_from_checkpoint=_last_checkpoint(stage.dir / "checkpoints"))
+    trainer.train(resume_from_checkpoint=checkpoint)
     _save_merged(trainer.model, tokenizer, stage.model_dir)
     _write_log(stage, trainer.state.log_history)
     losses = [row["loss"] for row in trainer.state.log_history if "loss" in row]
     stage.finish(
-        started,
+        clock,
         rows=len(rows),
         oracle_success=oracle_success,
         steps=trainer.state.global_step,
@@ -405,7 +441,8 @@ def run_rl(args: Args, stage: Stage, sft: Stage) -> None:
     from adapters.trl import episode_return_reward, success_reward
     from adapters.trl_trainer import TokenAdvantageGRPOTrainer
 
-    started = _clock()
+    checkpoint = _last_checkpoint(stage.dir / "checkpoints")
+    clock = StageClock(checkpoint)
     model, tokenizer = _load(sft.model_dir)
     config = GRPOConfig(
         **_common_config(args, stage),
@@ -431,11 +468,12 @@ def run_rl(args: Args, stage: Stage, sft: Stage) -> None:
         args=config,
         peft_config=_lora_config(args),
         drop_zero_advantage=args.drop_zero_advantage,
+        callbacks=[clock.callback()],
     )
-    trainer.train(resume_from_checkpoint=_last_checkpoint(stage.dir / "checkpoints"))
+    trainer.train(resume_from_checkpoint=checkpoint)
     _save_merged(trainer.model, tokenizer, stage.model_dir)
     _write_log(stage, trainer.state.log_history)
-    stage.finish(started, steps=trainer.state.global_step, settings=_settings(args))
+    stage.finish(clock, steps=trainer.state.global_step, settings=_settings(args))
 
 
 def run_eval(args: Args) -> dict[str, Any]:

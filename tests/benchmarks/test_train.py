@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -96,3 +98,17 @@ def test_train__pipeline_on_a_tiny_model_resumes_and_validates(tmp_path):
     mtime = (args.out / "grpo" / "stage.json").stat().st_mtime
     train.main(dataclasses.replace(args, stages=["sft", "grpo", "luffy"]))
     assert (args.out / "grpo" / "stage.json").stat().st_mtime == mtime  # not trained again
+
+    # more RL steps later: the stage continues from its checkpoint, and its clock with it
+    shutil.rmtree(args.out / "grpo" / "model")
+    (args.out / "grpo" / "stage.json").unlink()
+    saved = args.out / "grpo" / "checkpoints" / "checkpoint-1" / train.StageClock.FILE
+    assert json.loads(saved.read_text())["cpu_s"] > 0
+    began = time.process_time()
+    train.main(dataclasses.replace(args, stages=["grpo"], rl_steps=2))
+    continuation_cpu = time.process_time() - began
+    record = json.loads((args.out / "grpo" / "stage.json").read_text())
+    assert record["steps"] == 2
+    assert record["cpu_s"] > continuation_cpu  # the first step's time is counted too
+    logged = [json.loads(line) for line in (args.out / "grpo" / "log.jsonl").open()]
+    assert [row["step"] for row in logged if "loss" in row] == [1, 2]
