@@ -529,14 +529,14 @@ def run_curves(args: Args) -> list[Path]:
         for name, rows in series.items():
             steps = [row["step"] for row in rows]
             values = [row[key] for row in rows]
-            label = name
+            line = name
             if name == "luffy":  # its groups hold oracle episodes, counted in these means
-                label += f" ({args.luffy_k} of {args.num_generations} per group: oracle)"
-            axis.plot(steps, _smooth(values), label=label)
+                line += f" ({args.luffy_k} of {args.num_generations} per group: oracle)"
+            axis.plot(steps, _smooth(values), label=line)
         axis.set_xlabel("RL step")
         axis.set_ylabel(label)
         axis.set_title(f"{', '.join(args.envs)}: {metric} (moving average of 5 steps)")
-        axis.legend()
+        axis.legend(fontsize="small")
         axis.grid(alpha=0.3)
         figure.tight_layout()
         path = args.curves_out / f"curve_{metric}.png"

@@ -585,6 +585,7 @@ TRAINING = ROOT / "benchmarks" / "results" / "training" / "leaderboard"
 TRAINING_MORE = {  # the other committed training runs: Sokoban's extra recipes, Blocksworld
     "training-rl-recipes": TRAINING.parent / "rl_recipes",
     "training-blocksworld": TRAINING.parent / "blocksworld" / "leaderboard",
+    "training-blocksworld-35": TRAINING.parent / "blocksworld" / "steps35" / "leaderboard",
 }
 
 
@@ -606,13 +607,12 @@ TRAINED = ("smollm2-sft", "smollm2-sft-grpo", "smollm2-sft-gigpo", "smollm2-sft-
     "folder, env_id, agents",
     [
         (TRAINING, "grl/Sokoban-v0", ("smollm2", *TRAINED)),
-        (
-            TRAINING_MORE["training-blocksworld"],
-            "grl/Blocksworld-v0",
-            ("random", "oracle", *TRAINED),
+        *(
+            (TRAINING_MORE[key], "grl/Blocksworld-v0", ("random", "oracle", *TRAINED))
+            for key in ("training-blocksworld", "training-blocksworld-35")
         ),
     ],
-    ids=["sokoban", "blocksworld"],
+    ids=["sokoban", "blocksworld", "blocksworld-35"],
 )
 def test_committed_report__training_run_has_every_stage_on_100_seeds(folder, env_id, agents):
     summary = json.loads((folder / "summary.json").read_text())
