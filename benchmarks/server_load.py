@@ -6,8 +6,8 @@ own server serving the same env), then runs ``--clients`` concurrent clients, sp
 ``--processes`` client processes, each doing ``--steps`` steps (an episode that ends is reset;
 resets are not counted as steps). Each system is driven by its own client:
 
-* **ours (ws)**: `adapters.server.RemoteEnv` (WebSocket transport, the default), one thread
-  per client;
+* **ours (ws)**: `adapters.server.RemoteEnv` (WebSocket transport, the default: a
+  websocket-client connection used on the calling thread), one thread per client;
 * **ours (http)**: `RemoteEnv(transport="http")` (one HTTP request per call), one thread per
   client;
 * **ours (async)**: our server's WebSocket protocol (``/ws``) from asyncio clients, all
@@ -509,8 +509,9 @@ def report(
         "Server CPU µs/step is the server process's CPU time over the steps it served: what "
         "bounds a server's throughput when its clients run elsewhere. Here clients and "
         "server share 2 cores, so steps/s also pays for the clients. `RemoteEnv` uses the "
-        "WebSocket transport (`ours-ws`) by default; `ours-http` is the plain request/response "
-        "API (FastAPI routing and validation on every call), there for tools that speak HTTP.",
+        "WebSocket transport (`ours-ws`, websocket-client) by default; `ours-http` is the "
+        "plain request/response API (FastAPI routing and validation on every call), there for "
+        "tools that speak HTTP.",
     ]
     if reaping:
         lines += [
