@@ -193,8 +193,8 @@ class RemoteEnv(gymnasium.Env):
     def _message(self, payload: dict[str, Any]) -> Any:
         """One WebSocket round trip; `_SessionLost` when the server or the session is gone.
 
-        websocket-client sends and receives on the calling thread (a sync client with a reader
-        thread costs a thread hand-off per message: benchmarks/results/server_load.md)."""
+        websocket-client sends and receives on the calling thread (websockets' sync client
+        hands every message over from a reader thread: more CPU per step for the client)."""
         import websocket
 
         try:
