@@ -59,9 +59,8 @@ def shared_prefix_groups(
     rows = input_ids.shape[0]
     scored = labels != -100
     # first scored position of each row (the row's length if none)
-    first_label = torch.where(
-        scored.any(dim=1), scored.int().argmax(dim=1), torch.full((rows,), labels.shape[1])
-    )
+    none = torch.full((rows,), labels.shape[1], device=labels.device)
+    first_label = torch.where(scored.any(dim=1), scored.int().argmax(dim=1), none)
     groups: list[tuple[list[int], int]] = []
     for row in range(rows):
         for index, (members, length) in enumerate(groups):

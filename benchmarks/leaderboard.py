@@ -173,6 +173,9 @@ class Args:
     """nucleus sampling of model agents"""
     batch_size: int = 8
     """episodes per engine batch for model agents"""
+    device: str = "auto"
+    """where ``smollm2`` and ``hf:`` agents run: ``cuda``, ``cpu``, or ``auto`` (``cuda`` when
+    torch sees a GPU)"""
     out: Path = Path("runs/leaderboard")
     """run folder (resumed when it holds a run with the same settings)"""
     fresh: bool = False
@@ -379,9 +382,24 @@ def read_episodes(path: Path, *, repair: bool = False) -> list[Trajectory]:
     return trajectories
 
 
-def make_engine(agent: AgentSpec, seed: int | None = None) -> Any:
+def resolve_device(device: str) -> str:
+    """``cuda`` or ``cpu`` for a ``--device`` setting (``auto``: ``cuda`` when torch sees a
+    GPU); a bad setting is a ``SystemExit`` naming the flag."""
+    import torch
+
+    if device not in ("auto", "cpu", "cuda"):
+        raise SystemExit(f"--device: unknown {device!r}; choose auto, cpu or cuda")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: torch sees no GPU (a CPU build, or no driver)")
+    return device
+
+
+def make_engine(agent: AgentSpec, seed: int | None = None, *, device: str = "cpu") -> Any:
     """The engine of ``agent`` (scripted engines are cheap: one per episode for random, so
-    its actions depend only on the episode seed)."""
+    its actions depend only on the episode seed); transformers models are moved to
+    ``device``."""
     from adapters.engines import SamplingConfig, oracle_engine, random_engine
 
     if agent.kind == "scripted":
@@ -397,6 +415,7 @@ def make_engine(agent: AgentSpec, seed: int | None = None) -> Any:
 
             tokenizer = AutoTokenizer.from_pretrained(agent.target)
             model = AutoModelForCausalLM.from_pretrained(agent.target)
+        model.to(device)
         return TransformersEngine(
             model, tokenizer, sampling=sampling, batch_size=agent.batch_size, name=agent.name
         )
@@ -464,7 +483,8 @@ def play(
                         if agent.name not in engines:
                             if bar is not None:
                                 bar.write(f"loading {agent.name} ({agent.kind}) ...")
-                            engines[agent.name] = make_engine(agent)
+                            device = resolve_device(args.device)
+                            engines[agent.name] = make_engine(agent, device=device)
                         engine = engines[agent.name]
                     vec = gym.make_vec(env_id, num_envs=len(chunk), autoreset_mode="disabled")
                     try:

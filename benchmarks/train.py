@@ -92,6 +92,13 @@ class Args:
     """base model: ``smollm2`` (the embedded SmolLM2-135M-Instruct) or a checkpoint folder"""
     seed: int = 0
     """torch / sampling seed"""
+    device: str = "auto"
+    """where the models train and play (training episodes and eval): ``cuda``, ``cpu``, or
+    ``auto`` (``cuda`` when torch sees a GPU)"""
+    stage_time_limit: float = 0.0
+    """wall seconds after which a training stage stops at the end of its current step and
+    finishes there, as if it had reached its last step (0: no limit); its ``stage.json``
+    records the steps it reached (for a fixed lease of a GPU)"""
     lora: bool = True
     """train LoRA adapters (peft) instead of every weight"""
     lora_r: int = 32
@@ -99,7 +106,7 @@ class Args:
     lora_alpha: int = 64
     """LoRA alpha"""
     bf16: bool = True
-    """bfloat16 autocast (CPUs with AVX512-BF16 / AMX run it ~1.3-2x faster)"""
+    """bfloat16 autocast (GPUs; CPUs with AVX512-BF16 / AMX run it ~1.3-2x faster)"""
     threads: int | None = None
     """torch threads (default: torch's choice)"""
     gradient_checkpointing: bool = False
@@ -196,8 +203,12 @@ class Stage:
         return json.loads(self.record_path.read_text(encoding="utf-8"))
 
     def finish(self, clock: StageClock, **record: Any) -> None:
+        import torch
+
         wall, cpu = clock.elapsed()
         record = {"stage": self.name, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), **record}
+        if torch.cuda.is_initialized():  # this process's peak (a resumed stage: since resuming)
+            record["peak_gpu_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
         self.record_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         print(f"[{self.name}] done in {wall / 60:.1f} min wall, {cpu / 60:.1f} min CPU")
 
@@ -214,6 +225,7 @@ class StageClock:
         before = json.loads(saved.read_text()) if saved and saved.exists() else {}
         self.before = before.get("wall_s", 0.0), before.get("cpu_s", 0.0)
         self.started = time.perf_counter(), time.process_time()
+        self.stopped = False  # ended early by the callback's time limit
 
     def elapsed(self) -> tuple[float, float]:
         return (
@@ -221,13 +233,21 @@ class StageClock:
             self.before[1] + time.process_time() - self.started[1],
         )
 
-    def callback(self) -> Any:
-        """A ``TrainerCallback`` that writes the time so far into each saved checkpoint."""
+    def callback(self, time_limit: float = 0.0) -> Any:
+        """A ``TrainerCallback`` that writes the time so far into each saved checkpoint and,
+        with a ``time_limit`` (wall seconds, resumes included), ends training after the first
+        step that reaches it (:attr:`stopped` tells whether it did)."""
         from transformers import TrainerCallback
 
         clock = self
 
         class SaveClock(TrainerCallback):
+            def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+                over = time_limit and clock.elapsed()[0] >= time_limit
+                if over and not control.should_training_stop:
+                    clock.stopped = state.global_step < state.max_steps
+                    control.should_training_stop = True
+
             def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
                 wall, cpu = clock.elapsed()
                 folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
@@ -291,10 +311,23 @@ def _last_checkpoint(folder: Path) -> str | None:
     return get_last_checkpoint(str(folder)) if folder.is_dir() else None
 
 
+def device_name(args: Args) -> str:
+    """What a stage ran on, for its record: ``cuda (NVIDIA H100 ...)`` or ``cpu (N cores)``."""
+    import torch
+
+    from benchmarks.leaderboard import resolve_device
+
+    if resolve_device(args.device) == "cuda":
+        return f"cuda ({torch.cuda.get_device_name()})"
+    return f"cpu ({torch.get_num_threads()} threads)"
+
+
 def _common_config(args: Args, stage: Stage) -> dict[str, Any]:
+    from benchmarks.leaderboard import resolve_device
+
     return dict(
         output_dir=str(stage.dir / "checkpoints"),
-        use_cpu=True,
+        use_cpu=resolve_device(args.device) == "cpu",
         bf16=args.bf16,
         report_to="none",
         logging_steps=1,
@@ -360,7 +393,7 @@ def run_sft(args: Args, stage: Stage) -> None:
         train_dataset=dataset,
         args=config,
         peft_config=_lora_config(args),
-        callbacks=[clock.callback()],
+        callbacks=[clock.callback(args.stage_time_limit)],
     )
     trainer.train(resume_from_checkpoint=checkpoint)
     _save_merged(trainer.model, tokenizer, stage.model_dir)
@@ -371,6 +404,8 @@ def run_sft(args: Args, stage: Stage) -> None:
         rows=len(rows),
         oracle_success=oracle_success,
         steps=trainer.state.global_step,
+        stopped_at_time_limit=clock.stopped,
+        device=device_name(args),
         first_loss=losses[0] if losses else None,
         last_loss=losses[-1] if losses else None,
         settings=_settings(args),
@@ -468,12 +503,18 @@ def run_rl(args: Args, stage: Stage, sft: Stage) -> None:
         args=config,
         peft_config=_lora_config(args),
         drop_zero_advantage=args.drop_zero_advantage,
-        callbacks=[clock.callback()],
+        callbacks=[clock.callback(args.stage_time_limit)],
     )
     trainer.train(resume_from_checkpoint=checkpoint)
     _save_merged(trainer.model, tokenizer, stage.model_dir)
     _write_log(stage, trainer.state.log_history)
-    stage.finish(clock, steps=trainer.state.global_step, settings=_settings(args))
+    stage.finish(
+        clock,
+        steps=trainer.state.global_step,
+        stopped_at_time_limit=clock.stopped,
+        device=device_name(args),
+        settings=_settings(args),
+    )
 
 
 def run_eval(args: Args) -> dict[str, Any]:
@@ -502,6 +543,7 @@ def run_eval(args: Args) -> dict[str, Any]:
         out=args.eval_out,
         replay_frames=False,
         progress=args.progress,
+        device=args.device,
     )
     return leaderboard.main(run)
 
@@ -555,25 +597,29 @@ def write_report(args: Args) -> Path:
         "",
         f"Written by `python -m benchmarks.train` (run folder `{args.out}`); eval: the "
         f"leaderboard run in `{args.eval_out}` ({args.eval_seeds} published eval seeds per env, "
-        "greedy). Times are this machine's (2 CPU cores, shared).",
+        "greedy). Wall and CPU minutes are those of the device each stage names (CPU minutes "
+        "count every thread of the training process).",
         "",
         "## Stages",
         "",
-        "| stage | agent | wall min | CPU min | steps | notes |",
-        "|---|---|---:|---:|---:|---|",
+        "| stage | agent | device | wall min | CPU min | steps | notes |",
+        "|---|---|---|---:|---:|---:|---|",
     ]
     for stage_name in ("sft", *RL_STAGES):
         stage = Stage(args, stage_name)
         if not stage.done:
             continue
         record = stage.record()
-        notes = ""
+        notes = []
         if stage_name == "sft":
             loss = f"{record['first_loss']:.3f} → {record['last_loss']:.3f}"
-            notes = f"{record['rows']} rows; loss {loss}"
+            notes.append(f"{record['rows']} rows; loss {loss}")
+        if record.get("stopped_at_time_limit"):
+            notes.append(f"stopped at the {record['settings']['stage_time_limit']} s time limit")
+        device = record.get("device", "cpu")  # records from before the flag: CPU runs
         lines.append(
-            f"| {stage_name} | `{names[stage_name]}` | {record['wall_s'] / 60:.1f} | "
-            f"{record['cpu_s'] / 60:.1f} | {record.get('steps', '')} | {notes} |"
+            f"| {stage_name} | `{names[stage_name]}` | {device} | {record['wall_s'] / 60:.1f} | "
+            f"{record['cpu_s'] / 60:.1f} | {record.get('steps', '')} | {'; '.join(notes)} |"
         )
     summary_path = args.eval_out / "summary.json"
     if summary_path.exists():

@@ -32,6 +32,43 @@ def test_train__flags_fill_the_args_dataclass():
     assert args.stages == list(train.STAGES)
 
 
+def test_train__device_flag_resolves_or_names_itself():
+    import torch
+
+    from benchmarks.leaderboard import resolve_device
+
+    assert train.parse_args(["--device", "cuda"]).device == "cuda"
+    assert train.Args().device == "auto"
+    assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert resolve_device("cpu") == "cpu"
+    with pytest.raises(SystemExit, match="--device: unknown 'tpu'"):
+        resolve_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(SystemExit, match="--device cuda: torch sees no GPU"):
+            resolve_device("cuda")
+
+
+def test_train__time_limit_ends_the_stage_after_the_step_that_reaches_it():
+    from transformers import TrainerControl, TrainerState
+
+    state, control = TrainerState(global_step=3, max_steps=10), TrainerControl()
+    unlimited = train.StageClock(None)
+    unlimited.callback(0.0).on_step_end(None, state, control)
+    assert not control.should_training_stop and not unlimited.stopped
+    clock = train.StageClock(None)
+    callback = clock.callback(60.0)
+    callback.on_step_end(None, state, control)
+    assert not control.should_training_stop  # a minute has not passed
+    clock.before = (60.0, 0.0)  # as if resumed from a checkpoint a minute into the stage
+    callback.on_step_end(None, state, control)
+    assert control.should_training_stop and clock.stopped
+    last, control = train.StageClock(None), TrainerControl()
+    last.before = (60.0, 0.0)
+    control.should_training_stop = True  # the trainer's own stop at max_steps
+    last.callback(60.0).on_step_end(None, TrainerState(global_step=10, max_steps=10), control)
+    assert not last.stopped  # it reached its last step: not cut short
+
+
 def test_train__unknown_stage_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="unknown stage 'ppo'"):
         train.main(train.Args(out=tmp_path, stages=["ppo"]))
@@ -84,6 +121,7 @@ def test_train__pipeline_on_a_tiny_model_resumes_and_validates(tmp_path):
     for stage in ("sft", "grpo", "luffy"):
         record = json.loads((args.out / stage / "stage.json").read_text())
         assert record["wall_s"] > 0 and record["cpu_s"] > 0
+        assert record["stopped_at_time_limit"] is False
         assert (args.out / stage / "model" / "config.json").exists()
     assert json.loads((args.out / "sft" / "stage.json").read_text())["rows"] >= 4
     luffy_log = (args.out / "luffy" / "log.jsonl").read_text()
@@ -94,7 +132,10 @@ def test_train__pipeline_on_a_tiny_model_resumes_and_validates(tmp_path):
     assert leaderboard.validate(args.eval_out) == []
     assert (args.curves_out / "curve_success.png").stat().st_size > 1_000
     report = (args.curves_out / "training.md").read_text()
-    assert "| grpo | `base-sft-grpo` |" in report and "| `base-sft-luffy` |" in report
+    assert (
+        f"| grpo | `base-sft-grpo` | {train.device_name(args)} |" in report
+        and "| `base-sft-luffy` |" in report
+    )
     mtime = (args.out / "grpo" / "stage.json").stat().st_mtime
     train.main(dataclasses.replace(args, stages=["sft", "grpo", "luffy"]))
     assert (args.out / "grpo" / "stage.json").stat().st_mtime == mtime  # not trained again
