@@ -31,9 +31,10 @@ Every stage writes ``<out>/<stage>/stage.json`` (settings, wall and CPU seconds,
 ``<out>/<stage>/log.jsonl`` (TRL's log history). To train a finished RL stage further, delete
 its ``stage.json`` and ``model/`` and rerun with a larger ``--rl-steps``: it continues from its
 last checkpoint on the next train seeds, and its times include the steps before. The GPU
-recipe is the same script with other flags (see the README, "Train an agent"): a bigger
-``--model``, ``--no-lora``, ``--use-vllm`` (TRL's colocated vLLM generates the episodes),
-larger groups and more steps.
+recipe is the same script with other flags (see the README, "Train an agent"; ``--device
+auto`` trains and plays on a GPU when torch sees one): a bigger ``--model``, ``--no-lora``,
+``--use-vllm`` (TRL's colocated vLLM generates the episodes), larger groups and more steps;
+``--stage-time-limit`` fits each training stage into a lease.
 """
 
 from __future__ import annotations

@@ -586,6 +586,7 @@ TRAINING_MORE = {  # the other committed training runs: Sokoban's extra recipes,
     "training-rl-recipes": TRAINING.parent / "rl_recipes",
     "training-blocksworld": TRAINING.parent / "blocksworld" / "leaderboard",
     "training-blocksworld-35": TRAINING.parent / "blocksworld" / "steps35" / "leaderboard",
+    "training-gpu": TRAINING.parent / "gpu" / "leaderboard",
 }
 
 
@@ -611,8 +612,9 @@ TRAINED = ("smollm2-sft", "smollm2-sft-grpo", "smollm2-sft-gigpo", "smollm2-sft-
             (TRAINING_MORE[key], "grl/Blocksworld-v0", ("random", "oracle", *TRAINED))
             for key in ("training-blocksworld", "training-blocksworld-35")
         ),
+        (TRAINING_MORE["training-gpu"], "grl/Sokoban-v0", ("smollm2", *TRAINED[:3])),
     ],
-    ids=["sokoban", "blocksworld", "blocksworld-35"],
+    ids=["sokoban", "blocksworld", "blocksworld-35", "gpu"],
 )
 def test_committed_report__training_run_has_every_stage_on_100_seeds(folder, env_id, agents):
     summary = json.loads((folder / "summary.json").read_text())
