@@ -2,14 +2,15 @@
 
 ``python -m benchmarks.sft_shared_prefix`` builds both trainers on one dataset of oracle rows
 (``adapters.sft.sft_rows``, prompt-completion, one row per turn) of ``--env-id`` over the
-embedded SmolLM2-135M-Instruct with the LoRA and bf16 settings of ``benchmarks.train``, then
-times ``compute_loss`` + ``backward`` of the same collated batch under each trainer, in ABBA
-order per repeat (a new batch each repeat), in CPU seconds of this process on ``--threads``
-torch threads (the work done, which other processes on a shared machine barely change) and
-in wall seconds. It reports the median seconds per step of each, the ratio (median and range
-over repeats), the fraction of tokens the shared prefixes saved, and the largest loss
-difference between the two (bf16 autocast: rounding, not a different loss). Results go to
-``benchmarks/results/sft_shared_prefix.md``.
+embedded SmolLM2-135M-Instruct (or the checkpoint folder ``--model``) with the LoRA and bf16
+settings of ``benchmarks.train``, then times ``compute_loss`` + ``backward`` of the same
+collated batch under each trainer, in ABBA order per repeat (a new batch each repeat), in CPU
+seconds of this process on ``--threads`` torch threads (the work done, which other processes
+on a shared machine barely change) and in wall seconds (on ``--device cuda``: wall seconds
+up to the GPU's last kernel, the figure that counts there). It reports the median seconds
+per step of each, the ratio (median and range over repeats), the fraction of tokens the
+shared prefixes saved, and the largest loss difference between the two (bf16 autocast:
+rounding, not a different loss). Results go to ``benchmarks/results/sft_shared_prefix.md``.
 """
 
 from __future__ import annotations
@@ -46,6 +47,11 @@ class Args:
     """torch threads"""
     bf16: bool = True
     """bfloat16 autocast, as ``benchmarks.train`` trains"""
+    model: str = "smollm2"
+    """``smollm2`` (the embedded model) or a checkpoint folder (e.g. one of the same shapes
+    with random weights: the timings depend on shapes only)"""
+    device: str = "cpu"
+    """``cpu``, ``cuda`` or ``auto`` (as ``benchmarks.train --device``)"""
     output: str = str(RESULTS)
     """where the Markdown table goes ("" to only print it)"""
 
@@ -58,9 +64,12 @@ def _trainers(args: Args, folder: str) -> tuple[Any, Any]:
     from adapters.engines.transformers import save_smollm2_checkpoint
     from adapters.sft_trainer import SharedPrefixSFTTrainer
     from benchmarks import train
+    from benchmarks.leaderboard import resolve_device
 
-    base = os.path.join(folder, "base")
-    save_smollm2_checkpoint(base)
+    base = args.model
+    if args.model == "smollm2":
+        base = os.path.join(folder, "base")
+        save_smollm2_checkpoint(base)
     rows, _ = train.oracle_sft_rows(args.env_id, args.episodes)
     dataset = datasets.Dataset.from_list(rows)
     tokenizer = AutoTokenizer.from_pretrained(base)
@@ -71,7 +80,7 @@ def _trainers(args: Args, folder: str) -> tuple[Any, Any]:
     for name, cls, model in zip(("a", "b"), classes, models, strict=True):
         config = SFTConfig(
             output_dir=os.path.join(folder, name),
-            use_cpu=True,
+            use_cpu=resolve_device(args.device) == "cpu",
             bf16=args.bf16,
             report_to="none",
             save_strategy="no",
@@ -102,6 +111,10 @@ def _step(trainer: Any, batch: dict[str, Any]) -> tuple[float, float, float]:
     with trainer.compute_loss_context_manager():
         loss = trainer.compute_loss(model, {key: value.clone() for key, value in batch.items()})
     loss.backward()
+    if loss.is_cuda:
+        import torch
+
+        torch.cuda.synchronize()
     return time.process_time() - cpu, time.perf_counter() - wall, float(loss)
 
 
@@ -112,7 +125,14 @@ def main(args: Args) -> str:
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as folder:
         plain, shared = _trainers(args, folder)
-        batches = iter(plain.get_train_dataloader())
+        loader = plain.get_train_dataloader()
+        if len(loader) < args.repeats + 1:
+            raise SystemExit(
+                f"--episodes {args.episodes}: their rows make {len(loader)} batches of "
+                f"--batch-size {args.batch_size}; --repeats {args.repeats} needs "
+                f"{args.repeats + 1} (one warm-up)"
+            )
+        batches = iter(loader)
         times: dict[str, list[tuple[float, float]]] = {"plain": [], "shared": []}
         loss_gap, tokens = 0.0, []
         _step(plain, plain._prepare_inputs(next(batches)))  # warm-up, untimed
@@ -153,9 +173,9 @@ def _report(
         "",
         f"`python -m benchmarks.sft_shared_prefix` — {args.env_id} oracle rows, batch "
         f"{args.batch_size} ({tokens:.0f} unpadded tokens per batch on average), SmolLM2-135M-"
-        f"Instruct with LoRA r=32 on all linear layers, bf16 autocast {args.bf16}, "
-        f"{args.threads} torch thread(s), {args.repeats} batches, ABBA order; "
-        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs (shared).",
+        f"Instruct{'' if args.model == 'smollm2' else f' shapes (`{args.model}`)'} with LoRA "
+        f"r=32 on all linear layers, bf16 autocast {args.bf16}, {args.threads} torch "
+        f"thread(s), {args.repeats} batches, ABBA order; {_machine(args)}.",
         "",
         "| trainer | CPU s / step (median) | wall s / step (median) |",
         "|---|---:|---:|",
@@ -176,6 +196,17 @@ def _report(
         "",
     ]
     return "\n".join(lines)
+
+
+def _machine(args: Args) -> str:
+    from benchmarks.leaderboard import resolve_device
+
+    cpus = f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs"
+    if resolve_device(args.device) == "cuda":
+        import torch
+
+        return f"{torch.cuda.get_device_name()} ({cpus})"
+    return f"{cpus} (shared)"
 
 
 if __name__ == "__main__":
