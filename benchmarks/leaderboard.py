@@ -269,6 +269,8 @@ def resolve(args: Args) -> Args:
         raise SystemExit(f"--envs: unregistered ids {unknown}")
     if resolved.seeds < 1:
         raise SystemExit(f"--seeds must be >= 1, got {resolved.seeds}")
+    if resolved.device not in ("auto", "cpu", "cuda"):
+        raise SystemExit(f"--device: unknown {resolved.device!r}; choose auto, cpu or cuda")
     return resolved
 
 

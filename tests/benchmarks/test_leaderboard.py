@@ -545,6 +545,11 @@ def test_agents__scripted_agents_cannot_be_renamed():
         leaderboard.AgentSpec.parse("best=oracle", leaderboard.Args())
 
 
+def test_settings__unknown_device_is_refused_before_anything_plays():
+    with pytest.raises(SystemExit, match="--device: unknown 'tpu'"):
+        leaderboard.resolve(leaderboard.Args(agents=["random"], device="tpu"))
+
+
 def test_agents__unknown_spec_is_refused():
     with pytest.raises(SystemExit, match="cannot read 'gpt'"):
         leaderboard.AgentSpec.parse("gpt", leaderboard.Args())

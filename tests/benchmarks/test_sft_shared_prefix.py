@@ -30,5 +30,5 @@ def test_sft_shared_prefix__reports_both_trainers_on_a_checkpoint_folder(tiny_fo
 
 def test_sft_shared_prefix__too_few_batches_name_the_flags(tiny_folder):
     args = sft_shared_prefix.Args(model=tiny_folder, episodes=1, batch_size=16, output="")
-    with pytest.raises(SystemExit, match="--episodes 1: .* needs 5"):
+    with pytest.raises(SystemExit, match=r"--episodes 1: .* needs 5"):
         sft_shared_prefix.main(args)
