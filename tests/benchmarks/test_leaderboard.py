@@ -493,8 +493,11 @@ def test_run__model_agents_keep_their_envs_seeds_and_turn_cap(tmp_path, monkeypa
     ``--model-envs``, the first ``--model-seeds`` seeds and at most ``--model-max-turns``."""
     from adapters.engines import oracle_engine
 
-    def fake_engine(agent, seed=None):
+    devices = []
+
+    def fake_engine(agent, seed=None, *, device="cpu"):
         if agent.kind == "transformers":
+            devices.append(device)
             return oracle_engine()
         return real_engine(agent, seed)
 
@@ -521,6 +524,7 @@ def test_run__model_agents_keep_their_envs_seeds_and_turn_cap(tmp_path, monkeypa
     (pair,) = summary["paired"]
     assert pair["per_env"]["grl/Sokoban-v0"]["success"]["n"] == 2
     assert leaderboard.validate(out) == []
+    assert devices == [leaderboard.resolve_device("auto")]  # one engine, on --device auto's pick
 
 
 @pytest.mark.parametrize(
