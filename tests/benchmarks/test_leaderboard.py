@@ -596,6 +596,7 @@ TRAINING_MORE = {  # the other committed training runs: Sokoban's extra recipes,
     "training-blocksworld": TRAINING.parent / "blocksworld" / "leaderboard",
     "training-blocksworld-35": TRAINING.parent / "blocksworld" / "steps35" / "leaderboard",
     "training-gpu": TRAINING.parent / "gpu" / "leaderboard",
+    "training-blocksworld-rerun": TRAINING.parent / "blocksworld" / "rerun300" / "leaderboard",
 }
 
 
@@ -622,8 +623,13 @@ TRAINED = ("smollm2-sft", "smollm2-sft-grpo", "smollm2-sft-gigpo", "smollm2-sft-
             for key in ("training-blocksworld", "training-blocksworld-35")
         ),
         (TRAINING_MORE["training-gpu"], "grl/Sokoban-v0", ("smollm2", *TRAINED[:3])),
+        (
+            TRAINING_MORE["training-blocksworld-rerun"],
+            "grl/Blocksworld-v0",
+            ("random", "oracle", "smollm2-sft", "smollm2-sft-gigpo"),
+        ),
     ],
-    ids=["sokoban", "blocksworld", "blocksworld-35", "gpu"],
+    ids=["sokoban", "blocksworld", "blocksworld-35", "gpu", "blocksworld-rerun"],
 )
 def test_committed_report__training_run_has_every_stage_on_100_seeds(folder, env_id, agents):
     summary = json.loads((folder / "summary.json").read_text())
