@@ -626,7 +626,7 @@ TRAINED = ("smollm2-sft", "smollm2-sft-grpo", "smollm2-sft-gigpo", "smollm2-sft-
         (
             TRAINING_MORE["training-blocksworld-rerun"],
             "grl/Blocksworld-v0",
-            ("random", "oracle", "smollm2-sft", "smollm2-sft-gigpo"),
+            ("random", "oracle", "smollm2-sft", "smollm2-sft-gigpo", "smollm2-sft-seed1"),
         ),
     ],
     ids=["sokoban", "blocksworld", "blocksworld-35", "gpu", "blocksworld-rerun"],
