@@ -188,6 +188,7 @@ class Stage:
     """Folder, timing and the ``stage.json`` record of one stage."""
 
     def __init__(self, args: Args, name: str) -> None:
+        self.args = args
         self.name = name
         self.dir = args.out / name
         self.record_path = self.dir / "stage.json"
@@ -207,7 +208,14 @@ class Stage:
         import torch
 
         wall, cpu = clock.elapsed()
-        record = {"stage": self.name, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), **record}
+        record = {
+            "stage": self.name,
+            "wall_s": round(wall, 1),
+            "cpu_s": round(cpu, 1),
+            "stopped_at_time_limit": clock.stopped,
+            "device": device_name(self.args),
+            **record,
+        }
         if torch.cuda.is_initialized():  # this process's peak (a resumed stage: since resuming)
             record["peak_gpu_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
         self.record_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
@@ -313,7 +321,7 @@ def _last_checkpoint(folder: Path) -> str | None:
 
 
 def device_name(args: Args) -> str:
-    """What a stage ran on, for its record: ``cuda (NVIDIA H100 ...)`` or ``cpu (N cores)``."""
+    """What a stage ran on, for its record: ``cuda (NVIDIA H100 ...)`` or ``cpu (N threads)``."""
     import torch
 
     from benchmarks.leaderboard import resolve_device
@@ -405,8 +413,6 @@ def run_sft(args: Args, stage: Stage) -> None:
         rows=len(rows),
         oracle_success=oracle_success,
         steps=trainer.state.global_step,
-        stopped_at_time_limit=clock.stopped,
-        device=device_name(args),
         first_loss=losses[0] if losses else None,
         last_loss=losses[-1] if losses else None,
         settings=_settings(args),
@@ -509,13 +515,7 @@ def run_rl(args: Args, stage: Stage, sft: Stage) -> None:
     trainer.train(resume_from_checkpoint=checkpoint)
     _save_merged(trainer.model, tokenizer, stage.model_dir)
     _write_log(stage, trainer.state.log_history)
-    stage.finish(
-        clock,
-        steps=trainer.state.global_step,
-        stopped_at_time_limit=clock.stopped,
-        device=device_name(args),
-        settings=_settings(args),
-    )
+    stage.finish(clock, steps=trainer.state.global_step, settings=_settings(args))
 
 
 def run_eval(args: Args) -> dict[str, Any]:
