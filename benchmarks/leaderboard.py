@@ -269,8 +269,7 @@ def resolve(args: Args) -> Args:
         raise SystemExit(f"--envs: unregistered ids {unknown}")
     if resolved.seeds < 1:
         raise SystemExit(f"--seeds must be >= 1, got {resolved.seeds}")
-    if resolved.device not in ("auto", "cpu", "cuda"):
-        raise SystemExit(f"--device: unknown {resolved.device!r}; choose auto, cpu or cuda")
+    _check_device(resolved.device)
     return resolved
 
 
@@ -384,13 +383,18 @@ def read_episodes(path: Path, *, repair: bool = False) -> list[Trajectory]:
     return trajectories
 
 
+def _check_device(device: str) -> None:
+    """A ``--device`` setting other than auto, cpu or cuda is a ``SystemExit`` naming it."""
+    if device not in ("auto", "cpu", "cuda"):
+        raise SystemExit(f"--device: unknown {device!r}; choose auto, cpu or cuda")
+
+
 def resolve_device(device: str) -> str:
     """``cuda`` or ``cpu`` for a ``--device`` setting (``auto``: ``cuda`` when torch sees a
     GPU); a bad setting is a ``SystemExit`` naming the flag."""
     import torch
 
-    if device not in ("auto", "cpu", "cuda"):
-        raise SystemExit(f"--device: unknown {device!r}; choose auto, cpu or cuda")
+    _check_device(device)
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
