@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-tunix bench lint clean browser
+.PHONY: run test test-tunix bench lint clean browser tcmalloc
 
 # Set-up uses uv (PyPI's `uv`, installed into the venv by pip) when it can be had, and pip
 # otherwise (INSTALLER=pip forces pip; a failed uv install falls back to pip). torch is pinned:
@@ -41,7 +41,7 @@ $(STAMP): pyproject.toml setup.cfg
 run: $(STAMP)  ## the main job: the leaderboard on built-in defaults
 	$(PY) -m benchmarks.leaderboard
 
-test: $(STAMP) browser $(TUNIX_STAMP)  ## the whole test suite (Tunix's tests in their own venv)
+test: $(STAMP) browser tcmalloc $(TUNIX_STAMP)  ## the whole test suite (Tunix's tests in their own venv)
 	$(PY) -m pytest -q
 	$(TUNIX_VENV)/bin/python -m pytest -q tests/adapters/test_tunix.py
 
@@ -64,6 +64,13 @@ $(TUNIX_STAMP): pyproject.toml setup.cfg
 browser:
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium) \
 		>/dev/null 2>&1 || echo "chromium not installed: the replay screenshot test will skip"
+
+# tcmalloc: CPU training runs ~1.5x faster under it (benchmarks/_allocator.py, which
+# benchmarks.train preloads when it finds it); Debian/Ubuntu's package. Optional.
+tcmalloc:
+	@$(PYTHON) -c "from benchmarks._allocator import find_tcmalloc as f; exit(f() is None)" 2>/dev/null \
+		|| (apt-get update -qq && apt-get install -y -qq libtcmalloc-minimal4) >/dev/null 2>&1 \
+		|| echo "tcmalloc not installed: CPU training runs on the system allocator"
 
 bench: $(STAMP)  ## throughput benchmarks (peers gym-sokoban and tetris-gymnasium in own venvs)
 	bash benchmarks/peers/setup_gym_sokoban.sh

@@ -52,6 +52,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks._allocator import check_allocator, loaded_allocator, use_allocator
+
 __all__ = [
     "RL_STAGES",
     "STAGES",
@@ -96,6 +98,11 @@ class Args:
     device: str = "auto"
     """where the models train and play (training episodes and eval): ``cuda``, ``cpu``, or
     ``auto`` (``cuda`` when torch sees a GPU)"""
+    allocator: str = "auto"
+    """memory allocator of the process (``benchmarks._allocator``): ``tcmalloc`` (the command
+    starts again with it preloaded; an error if it is not installed), ``auto`` (tcmalloc when
+    installed: RL steps on CPU ran ~1.5x faster, ``benchmarks/results/cpu_allocator.md``) or
+    ``system``"""
     stage_time_limit: float = 0.0
     """wall seconds after which a training stage stops at the end of its current step and
     finishes there, as if it had reached its last step (0: no limit); its ``stage.json``
@@ -214,6 +221,7 @@ class Stage:
             "cpu_s": round(cpu, 1),
             "stopped_at_time_limit": clock.stopped,
             "device": device_name(self.args),
+            "allocator": loaded_allocator(),
             **record,
         }
         if torch.cuda.is_initialized():  # this process's peak (a resumed stage: since resuming)
@@ -618,6 +626,8 @@ def write_report(args: Args) -> Path:
         if record.get("stopped_at_time_limit"):
             notes.append(f"stopped at the {record['settings']['stage_time_limit']} s time limit")
         device = record.get("device", "cpu")  # records from before the flag: CPU runs
+        if record.get("allocator", "system") != "system":
+            device += f", {record['allocator']}"
         lines.append(
             f"| {stage_name} | `{names[stage_name]}` | {device} | {record['wall_s'] / 60:.1f} | "
             f"{record['cpu_s'] / 60:.1f} | {record.get('steps', '')} | {'; '.join(notes)} |"
@@ -674,6 +684,7 @@ def main(args: Args) -> None:
     for stage in args.stages:
         if stage not in STAGES:
             raise SystemExit(f"--stages: unknown stage {stage!r}; choose from {STAGES}")
+    check_allocator(args.allocator)
     import torch
 
     if args.threads:
@@ -727,4 +738,6 @@ def parse_args(argv: Sequence[str] | None = None) -> Args:
 
 if __name__ == "__main__":
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    main(parse_args(sys.argv[1:]))
+    parsed = parse_args(sys.argv[1:])
+    use_allocator(parsed.allocator)
+    main(parsed)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import train
+from benchmarks._allocator import loaded_allocator
 from benchmarks.leaderboard import eval_seeds
 
 
@@ -122,6 +123,7 @@ def test_train__pipeline_on_a_tiny_model_resumes_and_validates(tmp_path):
         record = json.loads((args.out / stage / "stage.json").read_text())
         assert record["wall_s"] > 0 and record["cpu_s"] > 0
         assert record["stopped_at_time_limit"] is False
+        assert record["allocator"] == loaded_allocator()
         assert (args.out / stage / "model" / "config.json").exists()
     assert json.loads((args.out / "sft" / "stage.json").read_text())["rows"] >= 4
     luffy_log = (args.out / "luffy" / "log.jsonl").read_text()
@@ -132,8 +134,9 @@ def test_train__pipeline_on_a_tiny_model_resumes_and_validates(tmp_path):
     assert leaderboard.validate(args.eval_out) == []
     assert (args.curves_out / "curve_success.png").stat().st_size > 1_000
     report = (args.curves_out / "training.md").read_text()
+    allocator = "" if loaded_allocator() == "system" else f", {loaded_allocator()}"
     assert (
-        f"| grpo | `base-sft-grpo` | {train.device_name(args)} |" in report
+        f"| grpo | `base-sft-grpo` | {train.device_name(args)}{allocator} |" in report
         and "| `base-sft-luffy` |" in report
     )
     mtime = (args.out / "grpo" / "stage.json").stat().st_mtime

@@ -1,0 +1,179 @@
+"""CPU training under glibc's allocator and under tcmalloc, side by side in one run.
+
+``python -m benchmarks.cpu_allocator`` runs the same small pipeline of ``benchmarks.train``
+(SFT on oracle episodes, then GRPO, then the leaderboard eval of both models) once per
+allocator in each round, the order alternating round by round, each in a fresh process
+(``--allocator system`` / ``--allocator tcmalloc``), and reports per round: the SFT and RL
+step times, the eval's wall time, and the share of the processes' CPU time spent in the
+kernel (page faults: see ``benchmarks._allocator``). Seeds are fixed, so both sides play the
+same episodes (checked: the RL steps' rewards and completion lengths must match; a mismatch
+is reported). Results go to ``benchmarks/results/cpu_allocator.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks._allocator import find_tcmalloc
+from benchmarks._cli import parse_flags, write_report
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results" / "cpu_allocator.md"
+SIDES = ("system", "tcmalloc")
+
+
+@dataclass
+class Args:
+    """Benchmark settings (every field is a command-line flag)."""
+
+    env: str = "grl/Sokoban-v0"
+    """the env trained and evaluated"""
+    rounds: int = 3
+    """rounds; each runs the pipeline once per allocator"""
+    sft_episodes: int = 40
+    """oracle episodes of the SFT stage"""
+    rl_steps: int = 2
+    """GRPO steps (each: 2 groups x 4 episodes)"""
+    eval_seeds: int = 8
+    """published eval seeds of the eval stage"""
+    output: str = str(RESULTS)
+    """where the Markdown table goes ("" to only print it)"""
+
+
+def _child_cpu() -> tuple[float, float]:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime, usage.ru_stime
+
+
+def _run(command: list[str]) -> dict[str, float]:
+    """Run ``command``; its wall, user and system seconds."""
+    user, system = _child_cpu()
+    start = time.perf_counter()
+    subprocess.run(command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    user_after, system_after = _child_cpu()
+    return {"wall": wall, "user": user_after - user, "sys": system_after - system}
+
+
+def one_pipeline(args: Args, side: str, folder: Path) -> dict[str, Any]:
+    """The pipeline under allocator ``side`` in ``folder``: its measures."""
+    train = [sys.executable, "-m", "benchmarks.train", "--allocator", side]
+    common = ["--out", str(folder), "--envs", args.env, "--no-progress", "--seed", "0"]
+    training = _run(
+        [
+            *train,
+            *common,
+            "--stages", "sft", "grpo",
+            "--sft-episodes", str(args.sft_episodes),
+            "--sft-epochs", "1",
+            "--rl-steps", str(args.rl_steps),
+            "--rl-prompts", "2",
+            "--num-generations", "4",
+        ]
+    )  # fmt: skip
+    evaluation = _run(
+        [
+            *train,
+            *common,
+            "--stages", "eval",
+            "--eval-seeds", str(args.eval_seeds),
+            "--no-eval-zero-shot",
+            "--eval-out", str(folder / "leaderboard"),
+        ]
+    )  # fmt: skip
+    sft_log = _log(folder / "sft" / "log.jsonl")
+    rl_log = [row for row in _log(folder / "grpo" / "log.jsonl") if "step_time" in row]
+    sft_steps = json.loads((folder / "sft" / "stage.json").read_text())["steps"]
+    allocator = json.loads((folder / "grpo" / "stage.json").read_text())["allocator"]
+    if allocator != side:
+        raise SystemExit(f"the {side} side ran under {allocator}")
+    return {
+        "sft_step": sft_log[-1]["train_runtime"] / sft_steps,
+        "rl_step": statistics.mean(row["step_time"] for row in rl_log),
+        "rl_work": [(row["reward"], row["completions/mean_length"]) for row in rl_log],
+        "eval_wall": evaluation["wall"],
+        "sys_share": (training["sys"] + evaluation["sys"])
+        / (training["sys"] + evaluation["sys"] + training["user"] + evaluation["user"]),
+    }
+
+
+def _log(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _range(values: list[float], digits: int = 2) -> str:
+    return (
+        f"{statistics.median(values):.{digits}f} "
+        f"({min(values):.{digits}f} to {max(values):.{digits}f})"
+    )
+
+
+def main(args: Args) -> str:
+    library = find_tcmalloc()
+    if library is None:
+        raise SystemExit("no tcmalloc library found: install it (`make tcmalloc`) first")
+    results: dict[str, list[dict[str, Any]]] = {side: [] for side in SIDES}
+    scratch = Path(tempfile.mkdtemp(prefix="cpu_allocator_"))
+    try:
+        for round_index in range(args.rounds):
+            order = SIDES if round_index % 2 == 0 else SIDES[::-1]
+            for side in order:
+                folder = scratch / f"r{round_index}-{side}"
+                results[side].append(one_pipeline(args, side, folder))
+                shutil.rmtree(folder, ignore_errors=True)
+                print(f"round {round_index + 1} {side}: {results[side][-1]}", flush=True)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    same = all(
+        a["rl_work"] == b["rl_work"]
+        for a, b in zip(results["system"], results["tcmalloc"], strict=True)
+    )
+    rows = [
+        ("SFT step, s", "sft_step", 2),
+        ("GRPO step (8 episodes), s", "rl_step", 1),
+        (f"eval ({args.eval_seeds} seeds x 4 agents), wall s", "eval_wall", 1),
+        ("kernel share of CPU time", "sys_share", 2),
+    ]
+    lines = [
+        "# CPU training: glibc's allocator against tcmalloc",
+        "",
+        "`python -m benchmarks.cpu_allocator` "
+        f"(`--env {args.env} --rounds {args.rounds} --sft-episodes {args.sft_episodes} "
+        f"--rl-steps {args.rl_steps} --eval-seeds {args.eval_seeds}`) on "
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python "
+        f"{platform.python_version()}; tcmalloc: `{library}`. Each round runs `benchmarks.train` "
+        "(SFT, GRPO, then the eval of both models) once per allocator in fresh processes, "
+        "order alternating; median (min to max) over rounds. Both sides played the same "
+        f"RL episodes: {'yes' if same else 'NO (the comparison is not of equal work)'}.",
+        "",
+        "| measure | system (glibc) | tcmalloc | system ÷ tcmalloc |",
+        "|---|---:|---:|---:|",
+    ]
+    for label, key, digits in rows:
+        system = [run[key] for run in results["system"]]
+        tcmalloc = [run[key] for run in results["tcmalloc"]]
+        ratios = [a / b for a, b in zip(system, tcmalloc, strict=True)]
+        lines.append(
+            f"| {label} | {_range(system, digits)} | {_range(tcmalloc, digits)} "
+            f"| {_range(ratios)} |"
+        )
+    text = "\n".join(lines) + "\n"
+    print(text)
+    write_report(text, args.output)
+    return text
+
+
+if __name__ == "__main__":
+    main(parse_flags(Args, __doc__))
