@@ -58,6 +58,7 @@ from agent_envs.core.records import Trajectory
 
 __all__ = [
     "AdvantageConfig",
+    "GenerationCopy",
     "episode_key",
     "episode_return_reward",
     "make_environment_factory",
@@ -163,8 +164,73 @@ class _TRLServerEngine:
         return generations
 
 
-def _trainer_engine(trainer: Any) -> Any:
-    """vLLM when the trainer runs it, else ``transformers`` on the trainer's model.
+class GenerationCopy:
+    """A copy of a model in another dtype for generating episodes (LoRA adapters merged),
+    made again whenever the model's weights changed (an optimizer step writes them in place).
+
+    On CPU, decoding one token reads every weight, and a bfloat16 copy halves those bytes;
+    under autocast each step would cast the fp32 weights again. Measured on a 2-core Xeon
+    (SmolLM2-135M, 8 episodes of 600 tokens, 32 new tokens): 3.4 s with a bfloat16 copy
+    against 6.7 s on the LoRA-wrapped model under bfloat16 autocast. Making the copy costs
+    one deep copy and merge per optimizer step. The episodes' logprobs are the copy's (TRL
+    scores them again with the trained model).
+    """
+
+    def __init__(self, dtype: str = "bfloat16") -> None:
+        import torch
+
+        value = getattr(torch, dtype, None) if isinstance(dtype, str) else None
+        if not isinstance(value, torch.dtype) or not value.is_floating_point:
+            raise ValueError(f"generation dtype must name a torch float dtype, got {dtype!r}")
+        self.dtype = value
+        self._model: Any = None
+        self._version: Any = None
+
+    def __call__(self, model: Any) -> Any:
+        from adapters.engines.transformers import _weights_version
+
+        version = _weights_version(model)
+        if self._model is None or version is None or version != self._version:
+            self._model = None  # free the old copy before making the new one
+            self._model = self._copy(model)
+            self._version = version
+        return self._model
+
+    def _copy(self, model: Any) -> Any:
+        import copy
+
+        import torch
+
+        with torch.no_grad():
+            duplicate = copy.deepcopy(model)
+            if hasattr(duplicate, "merge_and_unload"):  # a peft model: fold the adapters in
+                duplicate = duplicate.merge_and_unload()
+            duplicate = duplicate.to(self.dtype)
+        for module in duplicate.modules():
+            _drop_forward_wrappers(module)
+        duplicate.eval()
+        duplicate.requires_grad_(False)
+        return duplicate
+
+
+def _drop_forward_wrappers(module: Any) -> None:
+    """Give ``module`` its class's ``forward`` back where an instance attribute wraps it
+    (accelerate's mixed-precision wrapper, autocast and outputs cast to float32, comes along
+    with a copy of a prepared model: a bfloat16 copy's forward ran 4.5x slower under it)."""
+    import inspect
+
+    patched = module.__dict__.get("forward")
+    if patched is None:
+        return
+    inner = inspect.unwrap(getattr(patched, "__func__", patched))
+    if inner is inspect.unwrap(type(module).forward):
+        del module.__dict__["forward"]
+        module.__dict__.pop("_original_forward", None)
+
+
+def _trainer_engine(trainer: Any, generation_copy: GenerationCopy | None = None) -> Any:
+    """vLLM when the trainer runs it, else ``transformers`` on the trainer's model (or, with
+    ``generation_copy``, on its copy in that dtype).
 
     Colocated vLLM without tensor parallelism or sleep mode: `VLLMEngine` on the trainer's
     ``LLM`` (per-request budgets and stop tokens). Otherwise (server mode, tensor-parallel
@@ -194,6 +260,8 @@ def _trainer_engine(trainer: Any) -> Any:
     from adapters.engines.transformers import TransformersEngine
 
     model = trainer.accelerator.unwrap_model(trainer.model)
+    if generation_copy is not None:
+        model = generation_copy(model)
     return TransformersEngine(model, tokenizer, sampling=sampling, name="trainer-model")
 
 
@@ -340,6 +408,7 @@ def make_rollout_func(
     engine: Any = None,
     on_trajectories: Callable[[list[Trajectory]], None] | None = None,
     advantages: AdvantageConfig | str | None = None,
+    generation_dtype: str | None = None,
     **env_kwargs: Any,
 ) -> Callable[[list[Any], Any], dict[str, list[Any]]]:
     """The ``rollout_func(prompts, trainer) -> dict`` for ``GRPOTrainer`` (module docstring).
@@ -357,6 +426,10 @@ def make_rollout_func(
             ``token_advantages`` (one per completion token, 0 on env tokens) and
             ``off_policy``, which :class:`adapters.trl_trainer.TokenAdvantageGRPOTrainer`
             trains with. ``None``: TRL computes advantages from the rewards.
+        generation_dtype: generate with ``transformers`` on a copy of the trainer's model in
+            this dtype (e.g. ``"bfloat16"``; LoRA merged), made again after every optimizer
+            step (:class:`GenerationCopy`); ``None``: on the trainer's model itself. Not used
+            with vLLM or ``engine``.
         env_kwargs: the env's keyword arguments, as given to :func:`make_episode_dataset`.
 
     Episodes that ended with an engine error (``truncation_reason="error"``) get an all-zero
@@ -376,6 +449,7 @@ def make_rollout_func(
         raise ValueError(
             f"advantages must be an AdvantageConfig, an estimator name or None, got {advantages!r}"
         )
+    generation_copy = GenerationCopy(generation_dtype) if generation_dtype else None
     vector_envs: dict[int, Any] = {}
 
     def collect(run_engine: Any, seeds: list[int]) -> list[Trajectory]:
@@ -417,7 +491,7 @@ def make_rollout_func(
                 f"off_policy={k} oracle rows leave no sampled row in groups of "
                 f"{min(len(rows) for rows in groups)}"
             )
-        run_engine = engine if engine is not None else _trainer_engine(trainer)
+        run_engine = engine if engine is not None else _trainer_engine(trainer, generation_copy)
         sampled_rows = [row for rows in groups for row in rows[: len(rows) - k]]
         sampled = collect(run_engine, [keys[row][1] for row in sampled_rows])
         group_of = {row: number for number, rows in enumerate(groups) for row in rows}

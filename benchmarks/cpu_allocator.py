@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,9 +68,12 @@ def _run(command: list[str]) -> dict[str, float]:
     return {"wall": wall, "user": user_after - user, "sys": system_after - system}
 
 
-def one_pipeline(args: Args, side: str, folder: Path) -> dict[str, Any]:
-    """The pipeline under allocator ``side`` in ``folder``: its measures."""
-    train = [sys.executable, "-m", "benchmarks.train", "--allocator", side]
+def one_pipeline(
+    args: Args, side: str, folder: Path, flags: tuple[str, ...] = (), *, evaluate: bool = True
+) -> dict[str, Any]:
+    """The pipeline under allocator ``side`` in ``folder`` (``flags``: more of
+    ``benchmarks.train``'s; ``evaluate``: run the eval stage too): its measures."""
+    train = [sys.executable, "-m", "benchmarks.train", "--allocator", side, *flags]
     common = ["--out", str(folder), "--envs", args.env, "--no-progress", "--seed", "0"]
     training = _run(
         [
@@ -83,16 +87,18 @@ def one_pipeline(args: Args, side: str, folder: Path) -> dict[str, Any]:
             "--num-generations", "4",
         ]
     )  # fmt: skip
-    evaluation = _run(
-        [
-            *train,
-            *common,
-            "--stages", "eval",
-            "--eval-seeds", str(args.eval_seeds),
-            "--no-eval-zero-shot",
-            "--eval-out", str(folder / "leaderboard"),
-        ]
-    )  # fmt: skip
+    evaluation = {"wall": 0.0, "user": 0.0, "sys": 0.0}
+    if evaluate:
+        evaluation = _run(
+            [
+                *train,
+                *common,
+                "--stages", "eval",
+                "--eval-seeds", str(args.eval_seeds),
+                "--no-eval-zero-shot",
+                "--eval-out", str(folder / "leaderboard"),
+            ]
+        )  # fmt: skip
     sft_log = _log(folder / "sft" / "log.jsonl")
     rl_log = [row for row in _log(folder / "grpo" / "log.jsonl") if "step_time" in row]
     sft_steps = json.loads((folder / "sft" / "stage.json").read_text())["steps"]
@@ -103,6 +109,7 @@ def one_pipeline(args: Args, side: str, folder: Path) -> dict[str, Any]:
         "sft_step": sft_log[-1]["train_runtime"] / sft_steps,
         "rl_step": statistics.mean(row["step_time"] for row in rl_log),
         "rl_work": [(row["reward"], row["completions/mean_length"]) for row in rl_log],
+        "rl_tokens": statistics.mean(row["completions/mean_length"] for row in rl_log),
         "eval_wall": evaluation["wall"],
         "sys_share": (training["sys"] + evaluation["sys"])
         / (training["sys"] + evaluation["sys"] + training["user"] + evaluation["user"]),
@@ -120,22 +127,47 @@ def _range(values: list[float], digits: int = 2) -> str:
     )
 
 
-def main(args: Args) -> str:
-    library = find_tcmalloc()
-    if library is None:
-        raise SystemExit("no tcmalloc library found: install it (`make tcmalloc`) first")
-    results: dict[str, list[dict[str, Any]]] = {side: [] for side in SIDES}
-    scratch = Path(tempfile.mkdtemp(prefix="cpu_allocator_"))
+def alternate(
+    rounds: int, sides: tuple[str, str], run: Callable[[str, Path], dict[str, Any]]
+) -> dict[str, list[dict[str, Any]]]:
+    """``run(side, folder)`` for both sides in each round, the order alternating round by
+    round, each in a fresh scratch folder; each side's measures, round by round."""
+    results: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
+    scratch = Path(tempfile.mkdtemp(prefix="cpu_training_"))
     try:
-        for round_index in range(args.rounds):
-            order = SIDES if round_index % 2 == 0 else SIDES[::-1]
-            for side in order:
+        for round_index in range(rounds):
+            for side in sides if round_index % 2 == 0 else sides[::-1]:
                 folder = scratch / f"r{round_index}-{side}"
-                results[side].append(one_pipeline(args, side, folder))
+                results[side].append(run(side, folder))
                 shutil.rmtree(folder, ignore_errors=True)
                 print(f"round {round_index + 1} {side}: {results[side][-1]}", flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    return results
+
+
+def table_rows(
+    results: dict[str, list[dict[str, Any]]],
+    sides: tuple[str, str],
+    rows: list[tuple[str, str, int]],
+) -> list[str]:
+    """One Markdown row per ``(label, key, digits)``: each side's median (min to max) over
+    rounds and the first side's value over the second's, round by round."""
+    lines = []
+    for label, key, digits in rows:
+        first, second = ([run[key] for run in results[side]] for side in sides)
+        ratios = [a / b for a, b in zip(first, second, strict=True)]
+        lines.append(
+            f"| {label} | {_range(first, digits)} | {_range(second, digits)} | {_range(ratios)} |"
+        )
+    return lines
+
+
+def main(args: Args) -> str:
+    library = find_tcmalloc()
+    if library is None:
+        raise SystemExit("no tcmalloc library found: install it (`make tcmalloc`) first")
+    results = alternate(args.rounds, SIDES, lambda side, folder: one_pipeline(args, side, folder))
     same = all(
         a["rl_work"] == b["rl_work"]
         for a, b in zip(results["system"], results["tcmalloc"], strict=True)
@@ -161,14 +193,7 @@ def main(args: Args) -> str:
         "| measure | system (glibc) | tcmalloc | system ÷ tcmalloc |",
         "|---|---:|---:|---:|",
     ]
-    for label, key, digits in rows:
-        system = [run[key] for run in results["system"]]
-        tcmalloc = [run[key] for run in results["tcmalloc"]]
-        ratios = [a / b for a, b in zip(system, tcmalloc, strict=True)]
-        lines.append(
-            f"| {label} | {_range(system, digits)} | {_range(tcmalloc, digits)} "
-            f"| {_range(ratios)} |"
-        )
+    lines += table_rows(results, SIDES, rows)
     text = "\n".join(lines) + "\n"
     print(text)
     write_report(text, args.output)

@@ -68,10 +68,12 @@ class TransformersEngine:
     call, so an entry that no request of the next call continues belongs to an episode that
     ended, and is dropped. Beyond ``prefix_cache_bytes`` the first entries of a call are
     dropped (those episodes re-prefill on their next turn). The store is emptied when the
-    model's parameters change (optimizer steps and ``load_state_dict`` write them in place,
-    which torch counts) and by :meth:`weights_updated` (call it after a change the engine
-    cannot see, such as switching LoRA adapters). Models whose cache is not one plain
-    key/value tensor per layer (sliding-window or linear-attention layers) re-prefill.
+    model's parameters change (``load_state_dict`` and optimizers write them in place, which
+    torch counts, and any optimizer step in the process counts too: fused optimizers write
+    without a count) and by :meth:`weights_updated` (call it after a change the engine
+    cannot see, such as switching LoRA adapters or writing through ``param.data``). Models
+    whose cache is not one plain key/value tensor per layer (sliding-window or
+    linear-attention layers) re-prefill.
     """
 
     def __init__(
@@ -318,11 +320,35 @@ def _generate_padded(
     return output, generations
 
 
-def _weights_version(model: Any) -> tuple[tuple[int, int], ...] | None:
-    """Where each parameter lives and torch's count of in-place writes to it (``None`` when
-    torch keeps no count, e.g. for inference-mode tensors: then nothing is reused)."""
+class _OptimizerSteps:
+    """Counts the optimizer steps taken in this process, through torch's global step hook:
+    fused optimizers (``AdamW(fused=True)``, transformers' default ``adamw_torch_fused``)
+    write the parameters without bumping their version counters."""
+
+    count = 0
+    handle: Any = None
+
+    @classmethod
+    def watch(cls) -> int:
+        if cls.handle is None:
+            from torch.optim.optimizer import register_optimizer_step_post_hook
+
+            cls.handle = register_optimizer_step_post_hook(cls._counted)
+        return cls.count
+
+    @classmethod
+    def _counted(cls, optimizer: Any, args: Any, kwargs: Any) -> None:
+        cls.count += 1
+
+
+def _weights_version(model: Any) -> tuple[Any, ...] | None:
+    """The optimizer steps taken in this process so far, then where each parameter lives and
+    torch's count of in-place writes to it (``None`` when torch keeps no count, e.g. for
+    inference-mode tensors: then nothing is reused). Any optimizer step, of whatever model,
+    counts as a change."""
     try:
-        return tuple((param.data_ptr(), param._version) for param in model.parameters())
+        steps = _OptimizerSteps.watch()
+        return (steps, *((param.data_ptr(), param._version) for param in model.parameters()))
     except (AttributeError, RuntimeError):
         return None
 

@@ -231,6 +231,23 @@ def test_engines__transformers_prefix_cache_is_dropped_after_a_weight_update(tok
     expected = fresh.generate([second])[0]
     assert reused.token_ids == expected.token_ids
     assert reused.logprobs == pytest.approx(expected.logprobs, abs=1e-5)
+    # a fused optimizer writes the weights without bumping their version counters
+    reply = engine.generate([first])[0]
+    second = GenerationRequest(
+        max_new_tokens=4,
+        prompt_ids=first.prompt_ids + reply.token_ids + follow,
+        stop_token_ids=first.stop_token_ids,
+    )
+    weights = [layer.self_attn.v_proj.weight for layer in model.model.layers]
+    optimizer = torch.optim.AdamW(weights, lr=1.0, fused=True)
+    versions = [weight._version for weight in weights]
+    for weight in weights:
+        weight.grad = torch.ones_like(weight)
+    optimizer.step()
+    assert [weight._version for weight in weights] == versions  # what makes the hook needed
+    reused = engine.generate([second])[0]
+    expected = fresh.generate([second])[0]
+    assert reused.logprobs == pytest.approx(expected.logprobs, abs=1e-5)
 
 
 def test_engines__transformers_prefix_cache_options_are_validated(tokenizer, tiny_model):

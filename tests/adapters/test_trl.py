@@ -349,3 +349,80 @@ def test_trl__episodes_of_a_dead_env_worker_train_like_engine_errors():
     rows = _rows([record("worker_died"), record("error"), record(None)], pad_token_id=0)
     assert rows["engine_error"] == [True, True, False]
     assert rows["env_mask"] == [[0, 0], [0, 0], [1, 1]]
+
+
+def test_trl__generation_copy_is_the_merged_model_in_bfloat16_and_follows_each_step(tokenizer):
+    """The copy that generates episodes: LoRA merged, bfloat16, without accelerate's
+    mixed-precision wrapper, the same next-token logits as the trained model (to bfloat16's
+    precision), reused while the weights stand still and made again after an optimizer step
+    (a fused one included); the trainer's rollout engine runs on it."""
+    import types
+
+    import torch
+    from accelerate.utils import convert_outputs_to_fp32
+    from peft import LoraConfig, get_peft_model
+
+    from adapters.trl import GenerationCopy, _trainer_engine
+
+    from .conftest import build_model
+
+    model = get_peft_model(
+        build_model(tokenizer),
+        LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM"),
+    )
+    for name, param in model.named_parameters():  # B starts at 0: make the adapters count
+        if "lora_B" in name:
+            torch.nn.init.normal_(param, std=0.5, generator=torch.Generator().manual_seed(1))
+    # what accelerate's bf16 mixed precision does to a prepared model's forward
+    inner = model.get_base_model()
+    inner._original_forward = inner.forward
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16)
+    inner.forward = types.MethodType(
+        convert_outputs_to_fp32(autocast(inner.forward.__func__)), inner
+    )
+    ids = torch.tensor([tokenizer.encode("Up || Left")])
+    copy = GenerationCopy("bfloat16")
+    first = copy(model)
+    assert first is not model and not hasattr(first, "peft_config")  # merged, plain
+    assert {param.dtype for param in first.parameters()} == {torch.bfloat16}
+    assert not any(param.requires_grad for param in first.parameters())
+    assert not any("forward" in vars(module) for module in first.modules())  # wrapper gone
+    with torch.no_grad():
+        expected = model(ids).logits[0, -1].float()
+        got = first(ids).logits[0, -1]
+        assert got.dtype == torch.bfloat16  # not under the wrapper's cast to float32
+        got = got.float()
+        base = model.get_base_model()
+        with model.disable_adapter():
+            without_adapters = base(ids).logits[0, -1]
+    assert torch.allclose(got, expected, atol=0.05, rtol=0.05)
+    assert not torch.allclose(without_adapters, expected, atol=0.05, rtol=0.05)
+    assert copy(model) is first  # no step since: the same copy
+    adapter = next(param for name, param in model.named_parameters() if "lora_B" in name)
+    adapter.grad = torch.ones_like(adapter)
+    torch.optim.AdamW([adapter], lr=0.5, fused=True).step()  # bumps no version counter
+    with torch.no_grad():
+        expected = model(ids).logits[0, -1].float()
+    second = copy(model)
+    assert second is not first
+    with torch.no_grad():
+        assert torch.allclose(second(ids).logits[0, -1].float(), expected, atol=0.05, rtol=0.05)
+
+    class Trainer:  # what the rollout engine reads of a GRPOTrainer
+        processing_class = tokenizer
+        use_vllm = False
+
+        class args:
+            temperature, top_p, top_k = 1.0, 1.0, 0
+
+        class accelerator:
+            @staticmethod
+            def unwrap_model(wrapped):
+                return wrapped
+
+    Trainer.model = model
+    assert _trainer_engine(Trainer(), copy).model is second
+    assert _trainer_engine(Trainer()).model is model
+    for bad in ("int8", "bogus", 16):
+        with pytest.raises(ValueError, match="generation dtype"):
+            GenerationCopy(bad)
