@@ -101,7 +101,7 @@ class Args:
     allocator: str = "auto"
     """memory allocator of the process (``benchmarks._allocator``): ``tcmalloc`` (the command
     starts again with it preloaded; an error if it is not installed), ``auto`` (tcmalloc when
-    installed: RL steps on CPU ran ~1.5x faster, ``benchmarks/results/cpu_allocator.md``) or
+    installed: GRPO steps on CPU ran 1.41x faster, ``benchmarks/results/cpu_allocator.md``) or
     ``system``"""
     stage_time_limit: float = 0.0
     """wall seconds after which a training stage stops at the end of its current step and
@@ -154,10 +154,12 @@ class Args:
     """GiGPO's weight of the step advantage"""
     luffy_k: int = 1
     """oracle episodes in each LUFFY group (of ``num_generations``)"""
-    generation_dtype: str = "bfloat16"
-    """dtype of the model copy that generates the training episodes (LoRA merged, made again
-    after each optimizer step: ``adapters.trl.GenerationCopy``; on CPU decoding ran ~2x faster
-    than on the LoRA model under autocast); ``model``: generate on the trained model itself"""
+    generation_dtype: str = "auto"
+    """dtype of a model copy that generates the training episodes (``bfloat16``, ``float16``
+    ...; LoRA merged, made again after each optimizer step: ``adapters.trl.GenerationCopy``;
+    GRPO steps on CPU ran 1.23x faster, ``benchmarks/results/generation_copy.md``), ``model``
+    (generate on the trained model itself) or ``auto`` (``bfloat16`` on CPU, ``model`` on a
+    GPU)"""
     use_vllm: bool = False
     """generate training episodes with TRL's colocated vLLM (GPU recipe)"""
     # eval
@@ -343,6 +345,25 @@ def device_name(args: Args) -> str:
     return f"cpu ({torch.get_num_threads()} threads)"
 
 
+def generation_dtype(args: Args) -> str | None:
+    """The dtype of the copy that generates RL episodes (``--generation-dtype``), ``None`` to
+    generate on the trained model; a ``SystemExit`` naming the flag for a bad value."""
+    from benchmarks.leaderboard import resolve_device
+
+    choice = args.generation_dtype
+    if choice == "auto":
+        choice = "bfloat16" if resolve_device(args.device) == "cpu" else "model"
+    if choice == "model":
+        return None
+    from adapters.trl import GenerationCopy
+
+    try:
+        GenerationCopy(choice)
+    except ValueError as error:
+        raise SystemExit(f"--generation-dtype: {error} (or model, auto)") from None
+    return choice
+
+
 def _common_config(args: Args, stage: Stage) -> dict[str, Any]:
     from benchmarks.leaderboard import resolve_device
 
@@ -447,7 +468,7 @@ def _multi_env_rollout_func(args: Args, estimator: str) -> Any:
             max_new_tokens=args.max_new_tokens,
             max_total_tokens=args.max_total_tokens,
             advantages=config,
-            generation_dtype=None if args.generation_dtype == "model" else args.generation_dtype,
+            generation_dtype=generation_dtype(args),
         )
         for env_id in args.envs
     }
@@ -690,6 +711,7 @@ def main(args: Args) -> None:
         if stage not in STAGES:
             raise SystemExit(f"--stages: unknown stage {stage!r}; choose from {STAGES}")
     check_allocator(args.allocator)
+    generation_dtype(args)
     import torch
 
     if args.threads:

@@ -70,6 +70,18 @@ def test_train__time_limit_ends_the_stage_after_the_step_that_reaches_it():
     assert not last.stopped  # it reached its last step: not cut short
 
 
+def test_train__generation_dtype_resolves_or_names_itself():
+    from benchmarks.leaderboard import resolve_device
+
+    on_cpu = resolve_device("auto") == "cpu"
+    assert train.generation_dtype(train.Args()) == ("bfloat16" if on_cpu else None)
+    assert train.generation_dtype(train.Args(device="cpu")) == "bfloat16"
+    assert train.generation_dtype(train.Args(generation_dtype="model")) is None
+    assert train.generation_dtype(train.Args(generation_dtype="float16")) == "float16"
+    with pytest.raises(SystemExit, match="--generation-dtype: generation dtype must name"):
+        train.generation_dtype(train.Args(generation_dtype="int8"))
+
+
 def test_train__unknown_stage_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="unknown stage 'ppo'"):
         train.main(train.Args(out=tmp_path, stages=["ppo"]))
