@@ -626,7 +626,14 @@ TRAINED = ("smollm2-sft", "smollm2-sft-grpo", "smollm2-sft-gigpo", "smollm2-sft-
         (
             TRAINING_MORE["training-blocksworld-rerun"],
             "grl/Blocksworld-v0",
-            ("random", "oracle", "smollm2-sft", "smollm2-sft-gigpo", "smollm2-sft-seed1"),
+            (
+                "random",
+                "oracle",
+                "smollm2-sft",
+                "smollm2-sft-gigpo",
+                "smollm2-sft-seed1",
+                "smollm2-sft-seed1-gigpo",
+            ),
         ),
     ],
     ids=["sokoban", "blocksworld", "blocksworld-35", "gpu", "blocksworld-rerun"],
