@@ -4,10 +4,11 @@ PyTorch on CPU allocates each large tensor (a batch's logits, activations, their
 with the C library's ``malloc``; glibc serves every block over its mmap threshold (at most
 32 MiB) with a fresh ``mmap`` and returns it on free, so the kernel faults in and zeroes
 those pages again on every forward and backward pass. Measured on a 2-core Xeon: two GRPO
-steps on Blocksworld spent 76 of their 235 CPU seconds in the kernel, most of it (``perf``)
-in ``clear_page``. tcmalloc keeps freed memory for reuse (PyTorch's CPU performance guide
-recommends preloading it, as ``torch.backends.xeon.run_cpu`` does);
-``benchmarks/results/cpu_allocator.md`` has the step times side by side.
+steps on Blocksworld spent about a third of their CPU time in the kernel (76-79 of 236-256
+CPU seconds, two runs), most of it (``perf``) in ``clear_page``. tcmalloc keeps freed memory
+for reuse (PyTorch's CPU performance guide recommends preloading it, as
+``torch.backends.xeon.run_cpu`` does); ``benchmarks/results/cpu_allocator.md`` has the step
+times side by side.
 
 A library can only be preloaded when a process starts, so :func:`use_allocator` starts the
 command again (``os.execve``, same arguments) with ``LD_PRELOAD`` naming it. Debian and
