@@ -65,8 +65,8 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium) \
 		>/dev/null 2>&1 || echo "chromium not installed: the replay screenshot test will skip"
 
-# tcmalloc: CPU training runs ~1.5x faster under it (benchmarks/_allocator.py, which
-# benchmarks.train preloads when it finds it); Debian/Ubuntu's package. Optional.
+# tcmalloc: CPU RL steps ran 1.41x faster under it (benchmarks/results/cpu_allocator.md;
+# benchmarks.train preloads it when it finds it); Debian/Ubuntu's package. Optional.
 tcmalloc:
 	@$(PYTHON) -c "from benchmarks._allocator import find_tcmalloc as f; exit(f() is None)" 2>/dev/null \
 		|| (apt-get update -qq && apt-get install -y -qq libtcmalloc-minimal4) >/dev/null 2>&1 \

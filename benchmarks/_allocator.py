@@ -104,7 +104,7 @@ def use_allocator(choice: str, *, flag: str = "--allocator") -> str:
                 f"`apt-get install libtcmalloc-minimal4`), or pass {flag} system"
             )
         print(
-            f"note: running on the system allocator ({why}); CPU training runs ~1.5x faster "
+            f"note: running on the system allocator ({why}); CPU RL steps ran 1.41x faster "
             f"under tcmalloc (`make tcmalloc`; {flag} system silences this)",
             file=sys.stderr,
         )
