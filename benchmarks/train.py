@@ -138,6 +138,11 @@ class Args:
     """episode groups per step"""
     num_generations: int = 4
     """episodes per group (the group size G)"""
+    rl_micro_batch: int = 0
+    """episodes per forward/backward pass of an RL step (0: all ``rl_prompts *
+    num_generations`` at once); the step accumulates the gradient over the passes and takes
+    one optimizer step, so it trains as one pass would (up to float rounding) with a smaller
+    peak memory (TRL's ``gradient_accumulation_steps`` over one generation batch)"""
     rl_lr: float = 2e-5
     """RL learning rate"""
     temperature: float = 1.0
@@ -510,6 +515,19 @@ def _rl_dataset(args: Args) -> Any:
     return datasets.Dataset.from_list([{"prompt": key} for key in keys[:needed]])
 
 
+def rl_batch(args: Args) -> tuple[int, int]:
+    """Episodes per RL step and per forward/backward pass (``--rl-micro-batch``), checked."""
+    episodes = args.rl_prompts * args.num_generations
+    micro = args.rl_micro_batch or episodes
+    if micro < 1 or episodes % micro:
+        raise SystemExit(
+            f"--rl-micro-batch: {args.rl_micro_batch} does not divide the {episodes} episodes "
+            f"of a step (--rl-prompts {args.rl_prompts} x --num-generations "
+            f"{args.num_generations})"
+        )
+    return episodes, micro
+
+
 def run_rl(args: Args, stage: Stage, sft: Stage) -> None:
     """RL from the SFT model with one estimator (the stage's name)."""
     from trl import GRPOConfig
@@ -517,12 +535,14 @@ def run_rl(args: Args, stage: Stage, sft: Stage) -> None:
     from adapters.trl import episode_return_reward, success_reward
     from adapters.trl_trainer import TokenAdvantageGRPOTrainer
 
+    episodes, micro = rl_batch(args)
     checkpoint = _last_checkpoint(stage.dir / "checkpoints")
     clock = StageClock(checkpoint)
     model, tokenizer = _load(sft.model_dir)
     config = GRPOConfig(
         **_common_config(args, stage),
-        per_device_train_batch_size=args.rl_prompts * args.num_generations,
+        per_device_train_batch_size=micro,
+        gradient_accumulation_steps=episodes // micro,
         num_generations=args.num_generations,
         max_steps=args.rl_steps,
         learning_rate=args.rl_lr,
@@ -712,6 +732,7 @@ def main(args: Args) -> None:
             raise SystemExit(f"--stages: unknown stage {stage!r}; choose from {STAGES}")
     check_allocator(args.allocator)
     generation_dtype(args)
+    rl_batch(args)
     import torch
 
     if args.threads:

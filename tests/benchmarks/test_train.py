@@ -82,6 +82,71 @@ def test_train__generation_dtype_resolves_or_names_itself():
         train.generation_dtype(train.Args(generation_dtype="int8"))
 
 
+def test_train__rl_micro_batch_must_divide_the_step():
+    assert train.rl_batch(train.Args(rl_prompts=4, num_generations=4)) == (16, 16)
+    assert train.rl_batch(train.Args(rl_prompts=4, num_generations=4, rl_micro_batch=4)) == (
+        16,
+        4,
+    )
+    for bad in (3, -2, 32):
+        with pytest.raises(SystemExit, match=f"--rl-micro-batch: {bad} does not divide the 16"):
+            train.rl_batch(train.Args(rl_prompts=4, num_generations=4, rl_micro_batch=bad))
+    with pytest.raises(SystemExit, match="--rl-micro-batch"):  # refused before any stage runs
+        train.main(train.Args(out=Path("unused"), stages=["gigpo"], rl_micro_batch=3))
+
+
+@pytest.mark.slow
+def test_train__rl_micro_batches_train_as_one_pass(tmp_path, monkeypatch):
+    """One LUFFY step over 4 episodes (2 groups, each with an oracle episode, so the random
+    model's episodes get non-zero advantages) in one pass and in 4 passes of 1 (gradient
+    accumulation): the same episodes, and the same update up to float rounding. Plain SGD,
+    so the update is the gradient itself (Adam's first step is ~lr * sign(grad), blind to a
+    wrongly scaled loss)."""
+    import torch
+    from safetensors.torch import load_file
+
+    from tests.adapters.conftest import build_model, build_tokenizer
+
+    common = train._common_config
+    monkeypatch.setattr(train, "_common_config", lambda *a: {**common(*a), "optim": "sgd"})
+    tokenizer = build_tokenizer()
+    updates = {}
+    for micro in (0, 1):
+        args = train.Args(
+            out=tmp_path / f"micro{micro}",
+            envs=["grl/Sokoban-v0"],
+            bf16=False,
+            lora=False,
+            rl_steps=1,
+            rl_prompts=2,
+            num_generations=2,
+            rl_micro_batch=micro,
+            rl_lr=1.0,  # SGD: the update is minus the gradient
+            max_new_tokens=8,
+            max_total_tokens=600,
+            generation_dtype="model",
+            progress=False,
+        )
+        sft = train.Stage(args, "sft")
+        build_model(tokenizer).save_pretrained(sft.model_dir)
+        tokenizer.save_pretrained(sft.model_dir)
+        stage = train.Stage(args, "luffy")
+        stage.dir.mkdir(parents=True)
+        train.run_rl(args, stage, sft)
+        before = load_file(sft.model_dir / "model.safetensors")
+        after = load_file(stage.model_dir / "model.safetensors")
+        updates[micro] = {name: after[name] - before[name] for name in before}
+        logged = [json.loads(line) for line in (stage.dir / "log.jsonl").open()]
+        rewards = [row["reward"] for row in logged if "loss" in row]
+        updates[micro]["rewards"] = rewards
+    one, many = updates[0], updates[1]
+    assert one.pop("rewards") == many.pop("rewards")  # the same episodes
+    moved = max(float(delta.abs().max()) for delta in one.values())
+    assert moved > 1e-2  # the step trained
+    for name, delta in one.items():
+        assert torch.allclose(delta, many[name], rtol=1e-4, atol=moved * 1e-5), name
+
+
 def test_train__unknown_stage_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="unknown stage 'ppo'"):
         train.main(train.Args(out=tmp_path, stages=["ppo"]))
