@@ -15,14 +15,20 @@ def parse_flags(settings: type[Settings], doc: str, argv: Sequence[str] | None =
     """Reads one flag per field of the dataclass ``settings`` (``--env-id`` sets ``env_id``).
 
     A flag's type is that of the field's default; a ``bool`` field takes a word (``--json
-    true``: "1", "true" or "yes" is true, anything else false). ``doc`` is the script's
-    docstring, whose first line describes it in ``--help``. ``argv`` defaults to the command
-    line.
+    true``: "1", "true" or "yes" is true, anything else false); a ``list`` field takes one
+    or more words (``--sides a b``, typed as its default's first item, else ``str``).
+    ``doc`` is the script's docstring, whose first line describes it in ``--help``. ``argv``
+    defaults to the command line.
     """
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     for name, value in vars(settings()).items():
+        flag = f"--{name.replace('_', '-')}"
+        if isinstance(value, list):
+            kind = type(value[0]) if value else str
+            parser.add_argument(flag, type=kind, nargs="+", default=value)
+            continue
         kind = _word_is_true if isinstance(value, bool) else type(value)
-        parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=value)
+        parser.add_argument(flag, type=kind, default=value)
     return settings(**vars(parser.parse_args(argv)))
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -21,10 +21,18 @@ class _Args:
     cap: float = 1.5
     json: bool = False
     out: Path = Path("results")
+    sizes: list[int] = field(default_factory=lambda: [1, 2])
 
 
 def test_cli__defaults_without_flags():
     assert parse_flags(_Args, _Args.__doc__, []) == _Args()
+
+
+def test_cli__list_flags_take_one_or_more_words_of_the_items_type():
+    assert parse_flags(_Args, _Args.__doc__, ["--sizes", "7"]).sizes == [7]
+    assert parse_flags(_Args, _Args.__doc__, ["--sizes", "3", "4", "5"]).sizes == [3, 4, 5]
+    with pytest.raises(SystemExit):
+        parse_flags(_Args, _Args.__doc__, ["--sizes", "x"])
 
 
 def test_cli__flags_take_the_type_of_each_default():
