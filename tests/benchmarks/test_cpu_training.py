@@ -1,4 +1,5 @@
-"""benchmarks.cpu_allocator / generation_copy: the side-by-side rounds and their table."""
+"""benchmarks.cpu_allocator / generation_copy / rl_micro_batch: the side-by-side rounds and their
+tables."""
 
 from __future__ import annotations
 
@@ -22,3 +23,25 @@ def test_cpu_training__sides_alternate_in_fresh_folders_that_are_removed():
     assert table_rows(results, ("a", "b"), [("step, s", "step", 1)]) == [
         "| step, s | 2.0 (2.0 to 2.0) | 1.0 (1.0 to 1.0) | 2.00 (2.00 to 2.00) |"
     ]
+
+
+def test_rl_micro_batch__a_side_killed_by_a_signal_is_reported_not_raised():
+    import subprocess
+    import sys
+
+    import pytest
+
+    from benchmarks.rl_micro_batch import _cell, _peak_run
+
+    fine = _peak_run([sys.executable, "-c", "x = bytearray(300 * 2**20)"])
+    assert fine["killed"] is None and fine["peak_gib"] > 0.25
+    killed = _peak_run(
+        [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"]
+    )
+    assert killed["killed"] == "SIGKILL"
+    with pytest.raises(subprocess.CalledProcessError):
+        _peak_run([sys.executable, "-c", "raise SystemExit(3)"])
+    runs = [{**fine, "rl_step": 2.0}, killed]
+    assert _cell(runs, "rl_step", 1) == "2.0 (2.0 to 2.0)"
+    assert _cell(runs, "peak_gib", 2).endswith("; killed in 1 of 2")
+    assert _cell([killed], "rl_step", 1) == "-"
