@@ -36,6 +36,15 @@ def _word_is_true(text: str) -> bool:
     return text.lower() in ("1", "true", "yes")
 
 
+def finish_report(lines: Sequence[str], output: str | Path) -> str:
+    """Joins a report's ``lines``, prints it, writes it to ``output`` (see `write_report`) and
+    returns it."""
+    text = "\n".join(lines) + "\n"
+    print(text)
+    write_report(text, output)
+    return text
+
+
 def write_report(text: str, output: str | Path) -> None:
     """Writes ``text`` (UTF-8) to the file ``output``, making its folder; ``""`` writes nothing."""
     if output:

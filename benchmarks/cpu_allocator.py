@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._allocator import find_tcmalloc
-from benchmarks._cli import parse_flags, write_report
+from benchmarks._cli import finish_report, parse_flags
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "cpu_allocator.md"
@@ -194,10 +194,7 @@ def main(args: Args) -> str:
         "|---|---:|---:|---:|",
     ]
     lines += table_rows(results, SIDES, rows)
-    text = "\n".join(lines) + "\n"
-    print(text)
-    write_report(text, args.output)
-    return text
+    return finish_report(lines, args.output)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import cpu_allocator
-from benchmarks._cli import parse_flags, write_report
+from benchmarks._cli import finish_report, parse_flags
 from benchmarks.cpu_allocator import alternate, one_pipeline, table_rows
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,10 +68,7 @@ def main(args: Args) -> str:
             ("SFT step, s (unchanged by the flag)", "sft_step", 2),
         ],
     )
-    text = "\n".join(lines) + "\n"
-    print(text)
-    write_report(text, args.output)
-    return text
+    return finish_report(lines, args.output)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks._cli import parse_flags, write_report
+from benchmarks._cli import finish_report, parse_flags
 from benchmarks.cpu_allocator import _range
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -160,10 +160,7 @@ def main(args: Args) -> str:
     ):
         cells = " | ".join(_cell(results[side], key, digits) for side in args.sides)
         lines.append(f"| {label} | {cells} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    write_report(text, args.output)
-    return text
+    return finish_report(lines, args.output)
 
 
 if __name__ == "__main__":

@@ -72,3 +72,13 @@ def test_cli__write_report_to_nowhere_writes_nothing(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     write_report("text", "")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_cli__finish_report_prints_writes_and_returns_the_joined_lines(tmp_path, capsys):
+    from benchmarks._cli import finish_report
+
+    text = finish_report(["# title", "", "| a |"], tmp_path / "sub" / "r.md")
+    assert text == "# title\n\n| a |\n"
+    assert (tmp_path / "sub" / "r.md").read_text(encoding="utf-8") == text
+    assert capsys.readouterr().out == text + "\n"
+    assert finish_report(["x"], "") == "x\n"  # "" only prints
