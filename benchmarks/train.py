@@ -142,7 +142,9 @@ class Args:
     """episodes per forward/backward pass of an RL step (0: all ``rl_prompts *
     num_generations`` at once); the step accumulates the gradient over the passes and takes
     one optimizer step, so it trains as one pass would (up to float rounding) with a smaller
-    peak memory (TRL's ``gradient_accumulation_steps`` over one generation batch)"""
+    peak memory (TRL's ``gradient_accumulation_steps`` over one generation batch; 16
+    Blocksworld episodes on CPU: 22 GiB in one pass, 10 GiB in passes of 4,
+    ``benchmarks/results/rl_micro_batch.md``)"""
     rl_lr: float = 2e-5
     """RL learning rate"""
     temperature: float = 1.0
