@@ -408,7 +408,7 @@ def make_rollout_func(
     engine: Any = None,
     on_trajectories: Callable[[list[Trajectory]], None] | None = None,
     advantages: AdvantageConfig | str | None = None,
-    generation_dtype: str | None = None,
+    generation_dtype: str | GenerationCopy | None = None,
     **env_kwargs: Any,
 ) -> Callable[[list[Any], Any], dict[str, list[Any]]]:
     """The ``rollout_func(prompts, trainer) -> dict`` for ``GRPOTrainer`` (module docstring).
@@ -428,8 +428,9 @@ def make_rollout_func(
             trains with. ``None``: TRL computes advantages from the rewards.
         generation_dtype: generate with ``transformers`` on a copy of the trainer's model in
             this dtype (e.g. ``"bfloat16"``; LoRA merged), made again after every optimizer
-            step (:class:`GenerationCopy`); ``None``: on the trainer's model itself. Not used
-            with vLLM or ``engine``.
+            step (:class:`GenerationCopy`); or a :class:`GenerationCopy`, to share one copy
+            between the rollout functions of several envs; ``None``: on the trainer's model
+            itself. Not used with vLLM or ``engine``.
         env_kwargs: the env's keyword arguments, as given to :func:`make_episode_dataset`.
 
     Episodes that ended with an engine error (``truncation_reason="error"``) get an all-zero
@@ -449,7 +450,10 @@ def make_rollout_func(
         raise ValueError(
             f"advantages must be an AdvantageConfig, an estimator name or None, got {advantages!r}"
         )
-    generation_copy = GenerationCopy(generation_dtype) if generation_dtype else None
+    if isinstance(generation_dtype, GenerationCopy):
+        generation_copy: GenerationCopy | None = generation_dtype
+    else:
+        generation_copy = GenerationCopy(generation_dtype) if generation_dtype else None
     vector_envs: dict[int, Any] = {}
 
     def collect(run_engine: Any, seeds: list[int]) -> list[Trajectory]:

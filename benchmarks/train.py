@@ -461,8 +461,10 @@ def run_sft(args: Args, stage: Stage) -> None:
 
 def _multi_env_rollout_func(args: Args, estimator: str) -> Any:
     """One rollout_func over several ids: each prompt's key names its env."""
-    from adapters.trl import AdvantageConfig, _parse_key, make_rollout_func
+    from adapters.trl import AdvantageConfig, GenerationCopy, _parse_key, make_rollout_func
 
+    dtype = generation_dtype(args)
+    generation_copy = GenerationCopy(dtype) if dtype else None  # one copy for every env
     config = AdvantageConfig(
         estimator="grpo" if estimator == "luffy" else estimator,
         gamma=args.gigpo_gamma,
@@ -475,7 +477,7 @@ def _multi_env_rollout_func(args: Args, estimator: str) -> Any:
             max_new_tokens=args.max_new_tokens,
             max_total_tokens=args.max_total_tokens,
             advantages=config,
-            generation_dtype=generation_dtype(args),
+            generation_dtype=generation_copy,
         )
         for env_id in args.envs
     }

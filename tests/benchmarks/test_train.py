@@ -233,3 +233,34 @@ def test_train__pipeline_on_a_tiny_model_resumes_and_validates(tmp_path):
     assert record["cpu_s"] > continuation_cpu  # the first step's time is counted too
     logged = [json.loads(line) for line in (args.out / "grpo" / "log.jsonl").open()]
     assert [row["step"] for row in logged if "loss" in row] == [1, 2]
+
+
+def test_train__every_env_generates_from_one_shared_model_copy(monkeypatch):
+    """Two envs' rollout functions share one bfloat16 copy (one deep copy and merge per
+    optimizer step, one copy in memory), and each hands it to the trainer's engine."""
+    import adapters.trl
+
+    given, engines = [], []
+    make_rollout_func = adapters.trl.make_rollout_func
+
+    def recording(env_id, **kwargs):
+        given.append(kwargs["generation_dtype"])
+        return make_rollout_func(env_id, **kwargs)
+
+    def engine_of(trainer, generation_copy=None):
+        engines.append(generation_copy)
+        raise RuntimeError("stop before playing")
+
+    monkeypatch.setattr(adapters.trl, "make_rollout_func", recording)
+    monkeypatch.setattr(adapters.trl, "_trainer_engine", engine_of)
+    envs = ["grl/Sokoban-v0", "grl/Blocksworld-v0"]
+    args = train.Args(envs=envs, device="cpu", generation_dtype="bfloat16")
+    rollout = train._multi_env_rollout_func(args, "grpo")
+    assert len(given) == 2 and given[0] is given[1]
+    assert isinstance(given[0], adapters.trl.GenerationCopy)
+    for env_id in envs:
+        with pytest.raises(RuntimeError, match="stop before playing"):
+            rollout([adapters.trl.episode_key(env_id, 1)], None)
+    assert engines == [given[0], given[0]]
+    train._multi_env_rollout_func(dataclasses.replace(args, generation_dtype="model"), "grpo")
+    assert given[2:] == [None, None]
