@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -128,15 +128,17 @@ def _range(values: list[float], digits: int = 2) -> str:
 
 
 def alternate(
-    rounds: int, sides: tuple[str, str], run: Callable[[str, Path], dict[str, Any]]
+    rounds: int, sides: Sequence[str], run: Callable[[str, Path], dict[str, Any]]
 ) -> dict[str, list[dict[str, Any]]]:
-    """``run(side, folder)`` for both sides in each round, the order alternating round by
-    round, each in a fresh scratch folder; each side's measures, round by round."""
+    """``run(side, folder)`` for every side in each round, the order rotating by one side
+    round by round (two sides: alternating), each in a fresh scratch folder (``run`` makes
+    it; it is removed after); each side's measures, round by round."""
     results: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
     scratch = Path(tempfile.mkdtemp(prefix="cpu_training_"))
     try:
         for round_index in range(rounds):
-            for side in sides if round_index % 2 == 0 else sides[::-1]:
+            shift = round_index % len(sides)
+            for side in [*sides[shift:], *sides[:shift]]:
                 folder = scratch / f"r{round_index}-{side}"
                 results[side].append(run(side, folder))
                 shutil.rmtree(folder, ignore_errors=True)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._cli import finish_report, parse_flags
-from benchmarks.cpu_allocator import _range
+from benchmarks.cpu_allocator import _range, alternate
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "rl_micro_batch.md"
@@ -92,40 +92,37 @@ def main(args: Args) -> str:
         "micro-batch": ["--rl-micro-batch", str(args.micro_batch)],
     }
     train = [sys.executable, "-m", "benchmarks.train", "--envs", args.env, "--no-progress"]
-    results: dict[str, list[dict[str, Any]]] = {side: [] for side in args.sides}
     scratch = Path(tempfile.mkdtemp(prefix="rl_micro_batch_"))
     try:
         sft_run = scratch / "sft-run"
         sft = [*train, "--out", str(sft_run), "--stages", "sft", "--sft-epochs", "1"]
         subprocess.run([*sft, "--sft-episodes", str(args.sft_episodes)], cwd=ROOT, check=True)
-        for round_index in range(args.rounds):
-            shift = round_index % len(args.sides)
-            for side in args.sides[shift:] + args.sides[:shift]:
-                folder = scratch / f"r{round_index}-{side}"
-                folder.mkdir(parents=True)
-                for stage in ("base", "sft"):
-                    (folder / stage).symlink_to(sft_run / stage)
-                measured = _peak_run(
-                    [
-                        *train,
-                        "--out", str(folder),
-                        "--stages", "gigpo",
-                        "--rl-steps", str(args.rl_steps),
-                        "--rl-prompts", str(args.rl_prompts),
-                        "--num-generations", str(args.num_generations),
-                        *flags[side],
-                    ]
-                )  # fmt: skip
-                if not measured["killed"]:
-                    log = [json.loads(line) for line in (folder / "gigpo" / "log.jsonl").open()]
-                    steps = [row for row in log if "step_time" in row]
-                    measured["rl_step"] = statistics.mean(row["step_time"] for row in steps)
-                    measured["tokens"] = statistics.mean(
-                        row["completions/mean_length"] for row in steps
-                    )
-                results[side].append(measured)
-                shutil.rmtree(folder, ignore_errors=True)
-                print(f"round {round_index + 1} {side}: {measured}", flush=True)
+
+        def run(side: str, folder: Path) -> dict[str, Any]:
+            folder.mkdir(parents=True)
+            for stage in ("base", "sft"):
+                (folder / stage).symlink_to(sft_run / stage)
+            measured = _peak_run(
+                [
+                    *train,
+                    "--out", str(folder),
+                    "--stages", "gigpo",
+                    "--rl-steps", str(args.rl_steps),
+                    "--rl-prompts", str(args.rl_prompts),
+                    "--num-generations", str(args.num_generations),
+                    *flags[side],
+                ]
+            )  # fmt: skip
+            if not measured["killed"]:
+                log = [json.loads(line) for line in (folder / "gigpo" / "log.jsonl").open()]
+                steps = [row for row in log if "step_time" in row]
+                measured["rl_step"] = statistics.mean(row["step_time"] for row in steps)
+                measured["tokens"] = statistics.mean(
+                    row["completions/mean_length"] for row in steps
+                )
+            return measured
+
+        results = alternate(args.rounds, args.sides, run)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     episodes = args.rl_prompts * args.num_generations

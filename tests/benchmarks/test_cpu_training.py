@@ -23,6 +23,10 @@ def test_cpu_training__sides_alternate_in_fresh_folders_that_are_removed():
     assert table_rows(results, ("a", "b"), [("step, s", "step", 1)]) == [
         "| step, s | 2.0 (2.0 to 2.0) | 1.0 (1.0 to 1.0) | 2.00 (2.00 to 2.00) |"
     ]
+    calls.clear()
+    three = alternate(3, ["a", "b", "c"], run)  # more sides: the order rotates
+    assert [side for side, _ in calls] == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    assert [len(three[side]) for side in "abc"] == [3, 3, 3]
 
 
 def test_rl_micro_batch__a_side_killed_by_a_signal_is_reported_not_raised():
