@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import random
 import shutil
@@ -147,6 +148,12 @@ class Args:
     ``benchmarks/results/rl_micro_batch.md``)"""
     rl_lr: float = 2e-5
     """RL learning rate"""
+    rl_beta: float = 0.0
+    """weight of the KL penalty to the SFT model (TRL's ``beta``, its k3 estimate per token;
+    with LoRA the reference is the model with its adapter switched off, so no second copy).
+    It is weighed against the advantages, which are on the return's scale (Blocksworld GiGPO
+    token advantages: std ~8), so a useful value is larger than the 0.01 to 0.04 used with
+    unit-scale advantages"""
     temperature: float = 1.0
     """sampling temperature of training episodes"""
     drop_zero_advantage: bool = True
@@ -532,6 +539,14 @@ def rl_batch(args: Args) -> tuple[int, int]:
     return episodes, micro
 
 
+def kl_beta(args: Args) -> float:
+    """``--rl-beta``, checked."""
+    beta = args.rl_beta
+    if not (beta >= 0 and math.isfinite(beta)):
+        raise SystemExit(f"--rl-beta: the KL weight must be a finite number >= 0, got {beta}")
+    return float(beta)
+
+
 def run_rl(args: Args, stage: Stage, sft: Stage) -> None:
     """RL from the SFT model with one estimator (the stage's name)."""
     from trl import GRPOConfig
@@ -553,7 +568,7 @@ def run_rl(args: Args, stage: Stage, sft: Stage) -> None:
         lr_scheduler_type="constant",
         temperature=args.temperature,
         max_completion_length=args.max_total_tokens,
-        beta=0.0,
+        beta=kl_beta(args),
         reward_weights=[1.0, 0.0],  # success is logged, the return is the reward
         shuffle_dataset=False,
         use_vllm=args.use_vllm,
@@ -737,6 +752,7 @@ def main(args: Args) -> None:
     check_allocator(args.allocator)
     generation_dtype(args)
     rl_batch(args)
+    kl_beta(args)
     import torch
 
     if args.threads:

@@ -147,6 +147,53 @@ def test_train__rl_micro_batches_train_as_one_pass(tmp_path, monkeypatch):
         assert torch.allclose(delta, many[name], rtol=1e-4, atol=moved * 1e-5), name
 
 
+def test_train__rl_beta_must_be_a_finite_non_negative_weight():
+    assert train.kl_beta(train.Args(rl_beta=0.5)) == 0.5
+    for bad in (-0.1, float("nan"), float("inf")):
+        with pytest.raises(SystemExit, match="--rl-beta: the KL weight"):
+            train.kl_beta(train.Args(rl_beta=bad))
+    with pytest.raises(SystemExit, match="--rl-beta"):  # refused before any stage runs
+        train.main(train.Args(out=Path("unused"), stages=["gigpo"], rl_beta=-1.0))
+
+
+@pytest.mark.slow
+def test_train__rl_beta_penalises_the_kl_to_the_sft_model(tmp_path):
+    """Two LUFFY steps with LoRA and ``--rl-beta``: the reference is the SFT model (the adapter
+    switched off), so the KL is 0 at the first step (a fresh LoRA adapter changes nothing) and
+    positive once the adapter has trained; without the flag TRL logs no KL."""
+    from tests.adapters.conftest import build_model, build_tokenizer
+
+    tokenizer = build_tokenizer()
+    logged = {}
+    for beta in (0.0, 0.5):
+        args = train.Args(
+            out=tmp_path / f"beta{beta}",
+            envs=["grl/Sokoban-v0"],
+            bf16=False,
+            rl_steps=2,
+            rl_prompts=2,
+            num_generations=2,
+            rl_lr=0.05,
+            rl_beta=beta,
+            max_new_tokens=8,
+            max_total_tokens=600,
+            generation_dtype="model",
+            progress=False,
+        )
+        sft = train.Stage(args, "sft")
+        build_model(tokenizer).save_pretrained(sft.model_dir)
+        tokenizer.save_pretrained(sft.model_dir)
+        stage = train.Stage(args, "luffy")
+        stage.dir.mkdir(parents=True)
+        train.run_rl(args, stage, sft)
+        rows = [json.loads(line) for line in (stage.dir / "log.jsonl").open()]
+        logged[beta] = [row for row in rows if "loss" in row]
+    assert all("kl" not in row for row in logged[0.0])
+    first, second = (row["kl"] for row in logged[0.5])
+    assert first == pytest.approx(0.0, abs=1e-7)
+    assert second > 1e-6
+
+
 def test_train__unknown_stage_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="unknown stage 'ppo'"):
         train.main(train.Args(out=tmp_path, stages=["ppo"]))
