@@ -7,6 +7,7 @@ import json
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -95,6 +96,35 @@ def test_train__rl_micro_batch_must_divide_the_step():
         train.main(train.Args(out=Path("unused"), stages=["gigpo"], rl_micro_batch=3))
 
 
+def _luffy_on_a_tiny_model(out: Path, **settings: Any) -> tuple[Any, Any, list[dict]]:
+    """A LUFFY stage of 2 groups x 2 Sokoban episodes from a tiny random Qwen2 standing in
+    for the SFT model: (SFT stage, LUFFY stage, its logged training steps). The oracle episode
+    in each group gives the random model's episodes non-zero advantages."""
+    from tests.adapters.conftest import build_model, build_tokenizer
+
+    args = train.Args(
+        out=out,
+        envs=["grl/Sokoban-v0"],
+        bf16=False,
+        rl_prompts=2,
+        num_generations=2,
+        max_new_tokens=8,
+        max_total_tokens=600,
+        generation_dtype="model",
+        progress=False,
+        **settings,
+    )
+    tokenizer = build_tokenizer()
+    sft = train.Stage(args, "sft")
+    build_model(tokenizer).save_pretrained(sft.model_dir)
+    tokenizer.save_pretrained(sft.model_dir)
+    stage = train.Stage(args, "luffy")
+    stage.dir.mkdir(parents=True)
+    train.run_rl(args, stage, sft)
+    rows = [json.loads(line) for line in (stage.dir / "log.jsonl").open()]
+    return sft, stage, [row for row in rows if "loss" in row]
+
+
 @pytest.mark.slow
 def test_train__rl_micro_batches_train_as_one_pass(tmp_path, monkeypatch):
     """One LUFFY step over 4 episodes (2 groups, each with an oracle episode, so the random
@@ -105,40 +135,21 @@ def test_train__rl_micro_batches_train_as_one_pass(tmp_path, monkeypatch):
     import torch
     from safetensors.torch import load_file
 
-    from tests.adapters.conftest import build_model, build_tokenizer
-
     common = train._common_config
     monkeypatch.setattr(train, "_common_config", lambda *a: {**common(*a), "optim": "sgd"})
-    tokenizer = build_tokenizer()
     updates = {}
     for micro in (0, 1):
-        args = train.Args(
-            out=tmp_path / f"micro{micro}",
-            envs=["grl/Sokoban-v0"],
-            bf16=False,
+        sft, stage, logged = _luffy_on_a_tiny_model(
+            tmp_path / f"micro{micro}",
             lora=False,
             rl_steps=1,
-            rl_prompts=2,
-            num_generations=2,
             rl_micro_batch=micro,
             rl_lr=1.0,  # SGD: the update is minus the gradient
-            max_new_tokens=8,
-            max_total_tokens=600,
-            generation_dtype="model",
-            progress=False,
         )
-        sft = train.Stage(args, "sft")
-        build_model(tokenizer).save_pretrained(sft.model_dir)
-        tokenizer.save_pretrained(sft.model_dir)
-        stage = train.Stage(args, "luffy")
-        stage.dir.mkdir(parents=True)
-        train.run_rl(args, stage, sft)
         before = load_file(sft.model_dir / "model.safetensors")
         after = load_file(stage.model_dir / "model.safetensors")
         updates[micro] = {name: after[name] - before[name] for name in before}
-        logged = [json.loads(line) for line in (stage.dir / "log.jsonl").open()]
-        rewards = [row["reward"] for row in logged if "loss" in row]
-        updates[micro]["rewards"] = rewards
+        updates[micro]["rewards"] = [row["reward"] for row in logged]
     one, many = updates[0], updates[1]
     assert one.pop("rewards") == many.pop("rewards")  # the same episodes
     moved = max(float(delta.abs().max()) for delta in one.values())
@@ -161,33 +172,11 @@ def test_train__rl_beta_penalises_the_kl_to_the_sft_model(tmp_path):
     """Two LUFFY steps with LoRA and ``--rl-beta``: the reference is the SFT model (the adapter
     switched off), so the KL is 0 at the first step (a fresh LoRA adapter changes nothing) and
     positive once the adapter has trained; without the flag TRL logs no KL."""
-    from tests.adapters.conftest import build_model, build_tokenizer
-
-    tokenizer = build_tokenizer()
     logged = {}
     for beta in (0.0, 0.5):
-        args = train.Args(
-            out=tmp_path / f"beta{beta}",
-            envs=["grl/Sokoban-v0"],
-            bf16=False,
-            rl_steps=2,
-            rl_prompts=2,
-            num_generations=2,
-            rl_lr=0.05,
-            rl_beta=beta,
-            max_new_tokens=8,
-            max_total_tokens=600,
-            generation_dtype="model",
-            progress=False,
+        _, _, logged[beta] = _luffy_on_a_tiny_model(
+            tmp_path / f"beta{beta}", rl_steps=2, rl_lr=0.05, rl_beta=beta
         )
-        sft = train.Stage(args, "sft")
-        build_model(tokenizer).save_pretrained(sft.model_dir)
-        tokenizer.save_pretrained(sft.model_dir)
-        stage = train.Stage(args, "luffy")
-        stage.dir.mkdir(parents=True)
-        train.run_rl(args, stage, sft)
-        rows = [json.loads(line) for line in (stage.dir / "log.jsonl").open()]
-        logged[beta] = [row for row in rows if "loss" in row]
     assert all("kl" not in row for row in logged[0.0])
     first, second = (row["kl"] for row in logged[0.5])
     assert first == pytest.approx(0.0, abs=1e-7)
