@@ -150,10 +150,11 @@ class Args:
     """RL learning rate"""
     rl_beta: float = 0.0
     """weight of the KL penalty to the SFT model (TRL's ``beta``, its k3 estimate per token;
-    with LoRA the reference is the model with its adapter switched off, so no second copy).
-    It is weighed against the advantages, which are on the return's scale (Blocksworld GiGPO
-    token advantages: std ~8), so a useful value is larger than the 0.01 to 0.04 used with
-    unit-scale advantages"""
+    with LoRA the reference is the model with its adapter switched off, without LoRA TRL
+    holds a second copy). It is weighed against the advantages, which are on the return's
+    scale (Blocksworld GiGPO token advantages: std ~8), so 1.0 there is about 0.12 against
+    unit-scale advantages; measured runs (0.3 and 1.0) in
+    ``benchmarks/results/training/blocksworld/rerun300/training.md``"""
     temperature: float = 1.0
     """sampling temperature of training episodes"""
     drop_zero_advantage: bool = True
