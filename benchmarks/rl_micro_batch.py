@@ -15,7 +15,6 @@ killer does, is reported as killed) and the mean RL step time. Results go to
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import shutil
@@ -30,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._cli import finish_report, parse_flags
-from benchmarks.cpu_allocator import _range, alternate
+from benchmarks.cpu_allocator import _log, _range, alternate
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "rl_micro_batch.md"
@@ -114,8 +113,7 @@ def main(args: Args) -> str:
                 ]
             )  # fmt: skip
             if not measured["killed"]:
-                log = [json.loads(line) for line in (folder / "gigpo" / "log.jsonl").open()]
-                steps = [row for row in log if "step_time" in row]
+                steps = [row for row in _log(folder / "gigpo" / "log.jsonl") if "step_time" in row]
                 measured["rl_step"] = statistics.mean(row["step_time"] for row in steps)
                 measured["tokens"] = statistics.mean(
                     row["completions/mean_length"] for row in steps

@@ -127,8 +127,7 @@ def _luffy_on_a_tiny_model(out: Path, **settings: Any) -> tuple[Any, Any, list[d
 
 @pytest.mark.slow
 def test_train__rl_micro_batches_train_as_one_pass(tmp_path, monkeypatch):
-    """One LUFFY step over 4 episodes (2 groups, each with an oracle episode, so the random
-    model's episodes get non-zero advantages) in one pass and in 4 passes of 1 (gradient
+    """One LUFFY step over 4 episodes in one pass and in 4 passes of 1 (gradient
     accumulation): the same episodes, and the same update up to float rounding. Plain SGD,
     so the update is the gradient itself (Adam's first step is ~lr * sign(grad), blind to a
     wrongly scaled loss)."""
