@@ -33,7 +33,9 @@ Three pieces, used together::
 Per-token advantages: ``make_rollout_func(..., advantages=AdvantageConfig(...))`` adds
 ``token_advantages`` (GRPO, Dr. GRPO, RLOO or GiGPO from :mod:`adapters.advantages`, computed
 over each group's records) and ``off_policy`` (LUFFY's oracle rows, ``off_policy=k`` per
-group); train them with :class:`adapters.trl_trainer.TokenAdvantageGRPOTrainer`.
+group, from the start state or, with ``oracle_start="recovery"``, from where a failed episode
+of the group stood after its first turn); train them with
+:class:`adapters.trl_trainer.TokenAdvantageGRPOTrainer`.
 
 :func:`make_environment_factory` (with :func:`make_tool_dataset`) builds the other TRL
 route, ``environment_factory``, for tool-calling models: the env's turn as a documented tool
@@ -42,6 +44,7 @@ method and ``get_reward()``.
 
 from __future__ import annotations
 
+import copy
 import copyreg
 import json
 import logging
@@ -268,6 +271,8 @@ def _trainer_engine(trainer: Any, generation_copy: GenerationCopy | None = None)
 logger = logging.getLogger(__name__)
 
 _ESTIMATORS = ("grpo", "drgrpo", "rloo", "gigpo")
+#: where LUFFY's oracle episodes start (:class:`AdvantageConfig`)
+ORACLE_STARTS = ("reset", "recovery")
 
 
 @dataclass(frozen=True)
@@ -284,6 +289,14 @@ class AdvantageConfig:
         off_policy: LUFFY's mixing: this many rows of every group are the env's oracle episode
             of the group's seed instead of sampled episodes (0: none). Advantages are taken over
             the mixed group; the trainer trains these rows with the policy-shaping loss.
+        oracle_start: where those oracle episodes start. ``"reset"``: the start state (LUFFY).
+            ``"recovery"``: each replays the first turn of a sampled episode of its group that
+            went on past that turn and failed (its own tokens, given no loss and advantage 0,
+            ``metadata["replayed_turns"] = 1``), then the oracle finishes from the state that
+            turn left: guidance where the policy has to recover, which an oracle episode from
+            the start never shows. A group without such an episode gets one from the start.
+            With ``"gigpo"`` the oracle's recovery turn joins the anchor group of the failed
+            episode's second turn.
     """
 
     estimator: str = "grpo"
@@ -292,10 +305,12 @@ class AdvantageConfig:
     normalize: str = "mean"
     stats: str = "trajectory"
     off_policy: int = 0
+    oracle_start: str = "reset"
 
     def __post_init__(self) -> None:
         for name, value, allowed in (
             ("estimator", self.estimator, _ESTIMATORS),
+            ("oracle_start", self.oracle_start, ORACLE_STARTS),
             ("normalize", self.normalize, estimators.NORMALIZE),
             ("stats", self.stats, estimators.STATS),
         ):
@@ -348,9 +363,10 @@ def _rows(
     if token_advantages is not None:
         output["token_advantages"] = []
         output["off_policy"] = []
+        output["replayed_turns"] = []
     for index, trajectory in enumerate(trajectories):
         completion = trajectory.completion_ids
-        mask = trajectory.env_mask
+        mask = _trained_mask(trajectory)
         logprobs = trajectory.completion_logprobs or [0.0] * len(completion)
         error = _is_error(trajectory)
         if error:  # an engine failure is no behaviour to learn from: no token reaches the loss
@@ -369,7 +385,67 @@ def _rows(
             values = [float(value) for value in token_advantages[index]]
             output["token_advantages"].append(values or [0.0] * len(completion))
             output["off_policy"].append(estimators.is_off_policy(trajectory))
+            output["replayed_turns"].append(int(trajectory.metadata.get("replayed_turns", 0)))
     return output
+
+
+def _recovery_starts(group: list[Trajectory], k: int) -> list[Trajectory]:
+    """Up to ``k`` sampled episodes of a group to recover from: failed, no engine error, token
+    records, and still running after their first turn."""
+    return [
+        trajectory
+        for trajectory in group
+        if not trajectory.success
+        and not _is_error(trajectory)
+        and trajectory.num_turns >= 2
+        and trajectory.turn_completion_ids
+    ][:k]
+
+
+class _ReplayEngine:
+    """The oracle, except on the first turn of each sub-env given a start: there it replays
+    that episode's first reply, text and token ids (``envs``: the collecting vector env's
+    unwrapped sub-envs, in order, one per start)."""
+
+    needs_env = True
+    name = "oracle"
+
+    def __init__(self, oracle: Any, envs: list[Any], starts: list[Trajectory]) -> None:
+        self.oracle = oracle
+        self.tokenizer = oracle.tokenizer
+        self._first = {
+            id(env): Generation(start.steps[0].reply, token_ids=list(start.turn_completion_ids[0]))
+            for env, start in zip(envs, starts, strict=True)
+        }
+
+    def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        replies: list[Generation | None] = [None] * len(requests)
+        for index, request in enumerate(requests):
+            first_turn = not any(m["role"] == "assistant" for m in request.messages or ())
+            if first_turn and id(request.env) in self._first:
+                replies[index] = copy.deepcopy(self._first[id(request.env)])
+        rest = [index for index, reply in enumerate(replies) if reply is None]
+        oracle = self.oracle.generate([requests[index] for index in rest])
+        for index, reply in zip(rest, oracle, strict=True):
+            replies[index] = reply
+        return replies  # type: ignore[return-value]
+
+
+def _trained_mask(trajectory: Trajectory) -> list[int]:
+    """:attr:`Trajectory.env_mask` with the tokens of replayed turns (``metadata
+    ["replayed_turns"]``, see :class:`AdvantageConfig`'s ``oracle_start``) set to 0."""
+    mask = trajectory.env_mask
+    replayed = int(trajectory.metadata.get("replayed_turns", 0))
+    if replayed and trajectory.turn_completion_ids is not None:
+        env_turns = trajectory.turn_env_ids or [[] for _ in trajectory.turn_completion_ids]
+        end = sum(
+            len(model) + len(env)
+            for model, env in zip(
+                trajectory.turn_completion_ids[:replayed], env_turns[:replayed], strict=True
+            )
+        )
+        mask[:end] = [0] * end
+    return mask
 
 
 def _groups(keys: list[tuple[str, int]], group_size: int | None) -> list[list[int]]:
@@ -423,9 +499,10 @@ def make_rollout_func(
         on_trajectories: called with each batch's trajectories, one per row (logging, saving
             as JSONL).
         advantages: an :class:`AdvantageConfig` (or an estimator name): the rows also carry
-            ``token_advantages`` (one per completion token, 0 on env tokens) and
-            ``off_policy``, which :class:`adapters.trl_trainer.TokenAdvantageGRPOTrainer`
-            trains with. ``None``: TRL computes advantages from the rewards.
+            ``token_advantages`` (one per completion token, 0 on env tokens), ``off_policy``
+            and ``replayed_turns`` (turns given no loss), which
+            :class:`adapters.trl_trainer.TokenAdvantageGRPOTrainer` trains with. ``None``: TRL
+            computes advantages from the rewards.
         generation_dtype: generate with ``transformers`` on a copy of the trainer's model in
             this dtype (e.g. ``"bfloat16"``; LoRA merged), made again after every optimizer
             step (:class:`GenerationCopy`); or a :class:`GenerationCopy`, to share one copy
@@ -456,15 +533,18 @@ def make_rollout_func(
         generation_copy = GenerationCopy(generation_dtype) if generation_dtype else None
     vector_envs: dict[int, Any] = {}
 
+    def vector_env(num_envs: int) -> Any:
+        if num_envs not in vector_envs:
+            vector_envs[num_envs] = gymnasium.make_vec(
+                env_id, num_envs=num_envs, autoreset_mode="disabled", **env_kwargs
+            )
+        return vector_envs[num_envs]
+
     def collect(run_engine: Any, seeds: list[int]) -> list[Trajectory]:
         if not seeds:
             return []
-        if len(seeds) not in vector_envs:
-            vector_envs[len(seeds)] = gymnasium.make_vec(
-                env_id, num_envs=len(seeds), autoreset_mode="disabled", **env_kwargs
-            )
         collector = RolloutCollector(
-            vector_envs[len(seeds)],
+            vector_env(len(seeds)),
             run_engine,
             env_id=env_id,
             max_turns=max_turns,
@@ -472,6 +552,38 @@ def make_rollout_func(
             max_total_tokens=max_total_tokens,
         )
         return collector.collect(seeds)
+
+    def mix_oracle(sampled: list[Trajectory], tokenizer: Any, k: int) -> list[Trajectory]:
+        """LUFFY's groups: each group's sampled episodes, then ``k`` oracle episodes."""
+        from adapters.engines.scripted import oracle_engine
+
+        oracle = oracle_engine(tokenizer=tokenizer)
+        groups = [[sampled[row] for row in rows] for rows in estimators.episode_groups(sampled)]
+        starts = [
+            _recovery_starts(group, k) if advantages.oracle_start == "recovery" else []
+            for group in groups
+        ]
+        plain = [number for number, found in enumerate(starts) if not found]
+        from_reset = collect(oracle, [groups[number][0].seed for number in plain])
+        offs = [list(found) for found in starts]
+        for number, trajectory in zip(plain, from_reset, strict=True):
+            offs[number] = [trajectory]
+        recovering = [start for found in starts for start in found]
+        if recovering:
+            seeds = [start.seed for start in recovering]
+            replay = _ReplayEngine(oracle, vector_env(len(seeds)).get_attr("unwrapped"), recovering)
+            recovered = collect(replay, seeds)
+            for trajectory in recovered:
+                trajectory.metadata["replayed_turns"] = 1
+            remaining = iter(recovered)
+            offs = [
+                [next(remaining) for _ in found] if found else off
+                for found, off in zip(starts, offs, strict=True)
+            ]
+        mixed = []
+        for group, off in zip(groups, offs, strict=True):
+            mixed += estimators.mix_off_policy(group, off, k=k)
+        return mixed
 
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
         keys = [_parse_key(prompt) for prompt in prompts]
@@ -501,17 +613,7 @@ def make_rollout_func(
         group_of = {row: number for number, rows in enumerate(groups) for row in rows}
         for trajectory, row in zip(sampled, sampled_rows, strict=True):
             trajectory.group_id = group_of[row]
-        if k:
-            from adapters.engines.scripted import oracle_engine
-
-            oracle = collect(
-                oracle_engine(tokenizer=run_engine.tokenizer), [keys[rows[0]][1] for rows in groups]
-            )
-            for number, trajectory in enumerate(oracle):
-                trajectory.group_id = number
-            mixed = estimators.mix_off_policy(sampled, oracle, k=k)
-        else:
-            mixed = sampled
+        mixed = mix_oracle(sampled, run_engine.tokenizer, k) if k else sampled
         trajectories: list[Trajectory] = [None] * len(keys)  # type: ignore[list-item]
         for trajectory, row in zip(mixed, [row for rows in groups for row in rows], strict=True):
             trajectories[row] = trajectory
@@ -542,7 +644,10 @@ def _token_advantages(trajectories: list[Trajectory], config: AdvantageConfig) -
     turns = config.turn_advantages([trajectories[index] for index in kept])
     values = [np.zeros(len(trajectory.completion_ids)) for trajectory in trajectories]
     for index, turn_values in zip(kept, turns, strict=True):
-        values[index] = estimators.token_advantages(trajectories[index], turn_values)
+        trajectory = trajectories[index]
+        values[index] = estimators.token_advantages(trajectory, turn_values)
+        if trajectory.metadata.get("replayed_turns"):
+            values[index] *= np.asarray(_trained_mask(trajectory))
     return values
 
 

@@ -38,7 +38,8 @@ behaviour:
 Supported TRL: the range pinned in the ``train`` extra (1.16.x); ``tests/adapters/
 test_trl_internals.py`` fails with a message naming what moved when these internals change.
 
-Metrics logged besides TRL's: ``off_policy/fraction`` (rows), ``off_policy/shaping_mean``
+Metrics logged besides TRL's: ``off_policy/fraction`` (rows), ``off_policy/recovery_fraction``
+(rows of oracle episodes from a failed first turn), ``off_policy/shaping_mean``
 (mean ``f(pi)`` on off-policy tokens), ``advantages/token_mean`` and ``advantages/token_std``
 (over model tokens), ``episodes/zero_advantage_fraction`` (with ``drop_zero_advantage``).
 :func:`adapters.trl.episode_return_reward` logs ``episodes/engine_errors``.
@@ -154,9 +155,10 @@ class TokenAdvantageGRPOTrainer(GRPOTrainer):
         output["advantages"] = advantages.to(device)
         off_policy = torch.tensor([bool(example["off_policy"]) for example in inputs])
         output["off_policy"] = off_policy.to(device)
+        recovery = torch.tensor([float(bool(example.get("replayed_turns"))) for example in inputs])
         if self.drop_zero_advantage:
             self._drop_zero_advantage_rows(output)
-        self._log_batch(output)
+        self._log_batch(output, recovery.to(device))
         return output
 
     def _drop_zero_advantage_rows(self, output: dict[str, Any]) -> None:
@@ -170,7 +172,7 @@ class TokenAdvantageGRPOTrainer(GRPOTrainer):
         share = self.accelerator.gather(flat.float()).mean().item()
         self._metrics[mode]["episodes/zero_advantage_fraction"].append(share)
 
-    def _log_batch(self, output: dict[str, Any]) -> None:
+    def _log_batch(self, output: dict[str, Any], recovery: torch.Tensor) -> None:
         mode = "train" if self.model.training else "eval"
         mask = _loss_mask(output).float()
         values = output["advantages"] * mask
@@ -183,6 +185,8 @@ class TokenAdvantageGRPOTrainer(GRPOTrainer):
             metrics["advantages/token_std"].append(max(squares / count - mean * mean, 0.0) ** 0.5)
         off_policy = self.accelerator.gather(output["off_policy"].float())
         metrics["off_policy/fraction"].append(off_policy.mean().item())
+        recovery = self.accelerator.gather(recovery)
+        metrics["off_policy/recovery_fraction"].append(recovery.mean().item())
 
     # ------------------------------------------------------------------- loss
     def _get_per_token_logps_and_entropies(self, *args: Any, **kwargs: Any) -> Any:

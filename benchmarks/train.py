@@ -17,8 +17,10 @@ checkpoint)::
   :class:`adapters.trl_trainer.TokenAdvantageGRPOTrainer`: multi-turn episodes from
   :func:`adapters.trl.make_rollout_func`, advantages from :mod:`adapters.advantages`
   (``grpo``: the episode's group-normalised return on every model token; ``gigpo``: episode
-  plus anchor-state step advantages per turn; ``luffy``: GRPO over groups with ``luffy_k``
-  oracle episodes of the same seed, trained with LUFFY's policy shaping), LoRA again, merged.
+  plus anchor-state step advantages per turn; ``luffy``: GRPO (or ``--luffy-estimator
+  gigpo``) over groups with ``luffy_k`` oracle episodes of the same seed, from the start or
+  (``--luffy-start recovery``) from where a failed episode of the group stood after its first
+  turn, trained with LUFFY's policy shaping), LoRA again, merged.
 - **eval**: one leaderboard run (``benchmarks.leaderboard``) with ``random``, ``oracle``,
   ``smollm2``, ``smollm2-sft``, ``smollm2-sft-grpo``, ``smollm2-sft-gigpo``,
   ``smollm2-sft-luffy`` on the first ``eval_seeds`` published eval seeds of every env, greedy.
@@ -169,6 +171,12 @@ class Args:
     """GiGPO's weight of the step advantage"""
     luffy_k: int = 1
     """oracle episodes in each LUFFY group (of ``num_generations``)"""
+    luffy_estimator: str = "grpo"
+    """advantages of the luffy stage over its mixed groups: ``grpo`` or ``gigpo``"""
+    luffy_start: str = "reset"
+    """where the luffy stage's oracle episodes start: ``reset`` (LUFFY) or ``recovery`` (the
+    state a failed sampled episode of the group was in after its first turn, that turn replayed
+    without loss: ``adapters.trl.AdvantageConfig``'s ``oracle_start``)"""
     generation_dtype: str = "auto"
     """dtype of a model copy that generates the training episodes (``bfloat16``, ``float16``
     ...; LoRA merged, made again after each optimizer step: ``adapters.trl.GenerationCopy``;
@@ -469,16 +477,11 @@ def run_sft(args: Args, stage: Stage) -> None:
 
 def _multi_env_rollout_func(args: Args, estimator: str) -> Any:
     """One rollout_func over several ids: each prompt's key names its env."""
-    from adapters.trl import AdvantageConfig, GenerationCopy, _parse_key, make_rollout_func
+    from adapters.trl import GenerationCopy, _parse_key, make_rollout_func
 
     dtype = generation_dtype(args)
     generation_copy = GenerationCopy(dtype) if dtype else None  # one copy for every env
-    config = AdvantageConfig(
-        estimator="grpo" if estimator == "luffy" else estimator,
-        gamma=args.gigpo_gamma,
-        omega=args.gigpo_omega,
-        off_policy=args.luffy_k if estimator == "luffy" else 0,
-    )
+    config = advantage_config(args, estimator)
     funcs = {
         env_id: make_rollout_func(
             env_id,
@@ -538,6 +541,24 @@ def rl_batch(args: Args) -> tuple[int, int]:
             f"{args.num_generations})"
         )
     return episodes, micro
+
+
+def advantage_config(args: Args, stage: str) -> Any:
+    """The RL stage's :class:`adapters.trl.AdvantageConfig`; the luffy flags checked."""
+    from adapters.trl import ORACLE_STARTS, AdvantageConfig
+
+    if args.luffy_estimator not in ("grpo", "gigpo"):
+        raise SystemExit(f"--luffy-estimator: grpo or gigpo, got {args.luffy_estimator!r}")
+    if args.luffy_start not in ORACLE_STARTS:
+        raise SystemExit(f"--luffy-start: one of {ORACLE_STARTS}, got {args.luffy_start!r}")
+    luffy = stage == "luffy"
+    return AdvantageConfig(
+        estimator=args.luffy_estimator if luffy else stage,
+        gamma=args.gigpo_gamma,
+        omega=args.gigpo_omega,
+        off_policy=args.luffy_k if luffy else 0,
+        oracle_start=args.luffy_start,
+    )
 
 
 def kl_beta(args: Args) -> float:
@@ -754,6 +775,7 @@ def main(args: Args) -> None:
     generation_dtype(args)
     rl_batch(args)
     kl_beta(args)
+    advantage_config(args, "luffy")
     import torch
 
     if args.threads:

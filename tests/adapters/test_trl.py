@@ -274,6 +274,55 @@ def test_trl__off_policy_rows_are_the_oracle_episode_of_the_group_seed(tokenizer
     assert min(_model_token_values(output, 2)) > 0  # the solved episode leads its group
 
 
+def test_trl__recovery_rows_replay_a_failed_first_turn_then_follow_the_oracle(tokenizer):
+    from adapters.engines.scripted import random_engine
+    from adapters.trl import AdvantageConfig
+
+    seen = []
+    config = AdvantageConfig(estimator="gigpo", off_policy=1, oracle_start="recovery")
+    rollout = make_rollout_func(
+        "grl/Blocksworld-v0",
+        max_new_tokens=48,
+        max_turns=3,
+        engine=random_engine(0, tokenizer=tokenizer),
+        advantages=config,
+        on_trajectories=seen.extend,
+    )
+    prompts = [episode_key("grl/Blocksworld-v0", seed) for seed in (5, 5, 5, 9, 9, 9)]
+    output = rollout(prompts, trainer=None)
+    assert output["off_policy"] == [False, False, True] * 2
+    for row in (2, 5):
+        recovery, failed = seen[row], seen[row - 2]  # the group's first sampled episode
+        assert not failed.success and failed.num_turns >= 2
+        assert recovery.metadata["replayed_turns"] == 1 and recovery.success
+        assert recovery.seed == failed.seed and recovery.group_id == failed.group_id
+        assert recovery.turn_completion_ids[0] == failed.turn_completion_ids[0]
+        assert recovery.steps[1].observation == failed.steps[1].observation
+        assert recovery.steps[1].reply != failed.steps[1].reply
+        # the replayed turn trains nothing; the oracle's recovery leads its anchor group
+        first = len(recovery.turn_completion_ids[0]) + len(recovery.turn_env_ids[0])
+        assert set(output["env_mask"][row][:first]) == {0}
+        assert set(output["token_advantages"][row][:first]) == {0.0}
+        assert output["env_mask"][row][first] == 1
+        assert output["token_advantages"][row][first] > 0
+
+    # no sampled episode went past its first turn: the oracle plays from the start
+    seen.clear()
+    single_turn = make_rollout_func(
+        "grl/Blocksworld-v0",
+        max_new_tokens=48,
+        max_turns=1,
+        engine=random_engine(0, tokenizer=tokenizer),
+        advantages=config,
+        on_trajectories=seen.extend,
+    )
+    output = single_turn(prompts[:3], trainer=None)
+    assert "replayed_turns" not in seen[2].metadata and seen[2].agent == "oracle"
+    assert set(output["env_mask"][2]) == {1}  # trained whole
+    with pytest.raises(ValueError, match="oracle_start"):
+        AdvantageConfig(off_policy=1, oracle_start="midway")
+
+
 def test_trl__advantage_settings_are_checked(tokenizer):
     from adapters.trl import AdvantageConfig
 

@@ -61,12 +61,12 @@ class RecordingTrainer(TokenAdvantageGRPOTrainer):
         return loss
 
 
-def _trainer(tmp_path, model, tokenizer, rollout_func, **config):
+def _trainer(tmp_path, model, tokenizer, rollout_func, env_id="grl/Sokoban-v0", **config):
     trainer = RecordingTrainer(
         model=model,
         processing_class=tokenizer,
         reward_funcs=episode_return_reward,
-        train_dataset=make_episode_dataset("grl/Sokoban-v0", seeds=range(8)),
+        train_dataset=make_episode_dataset(env_id, seeds=range(8)),
         rollout_func=rollout_func,
         args=_config(tmp_path, **config),
     )
@@ -171,19 +171,24 @@ def test_trl_trainer__episode_estimators_switch_by_flag(tmp_path, tokenizer, tin
         assert (values[~model_tokens] == 0).all()
 
 
-def test_trl_trainer__luffy_rows_use_the_policy_shaping_loss(tmp_path, tokenizer, tiny_model):
+@pytest.mark.parametrize(
+    ("env_id", "oracle_start"), [("grl/Sokoban-v0", "reset"), ("grl/Blocksworld-v0", "recovery")]
+)
+def test_trl_trainer__luffy_rows_use_the_policy_shaping_loss(
+    tmp_path, tokenizer, tiny_model, env_id, oracle_start
+):
     trajectories = []
     rollout = make_rollout_func(
-        "grl/Sokoban-v0",
+        env_id,
         max_new_tokens=16,
         max_total_tokens=600,
         max_turns=2,
-        advantages=AdvantageConfig(estimator="grpo", off_policy=1),
+        advantages=AdvantageConfig(estimator="grpo", off_policy=1, oracle_start=oracle_start),
         on_trajectories=trajectories.extend,
     )  # the trainer's own model samples one row of each pair, the oracle fills the other
     model = copy.deepcopy(tiny_model)
     before = [parameter.detach().clone() for parameter in model.parameters()]
-    trainer = _trainer(tmp_path, model, tokenizer, rollout)
+    trainer = _trainer(tmp_path, model, tokenizer, rollout, env_id)
     trainer.train()
 
     assert [estimators.is_off_policy(t) for t in trajectories] == [False, True] * 4
@@ -209,6 +214,19 @@ def test_trl_trainer__luffy_rows_use_the_policy_shaping_loss(tmp_path, tokenizer
     logged = [entry for entry in trainer.state.log_history if "off_policy/fraction" in entry]
     assert [entry["off_policy/fraction"] for entry in logged] == [0.5, 0.5]
     assert all(0 < entry["off_policy/shaping_mean"] < 1 for entry in logged)
+    # recovery: every oracle row replays its sampled partner's first turn, which trains nothing
+    recovering = [t for t in trajectories if t.metadata.get("replayed_turns")]
+    assert len(recovering) == (4 if oracle_start == "recovery" else 0)
+    expected = 0.5 if oracle_start == "recovery" else 0.0
+    assert [entry["off_policy/recovery_fraction"] for entry in logged] == [expected] * 2
+    first_turn = {tuple(t.completion_ids): len(t.turn_completion_ids[0]) for t in recovering}
+    for record in trainer.records:
+        mask = record["completion_mask"] * record["tool_mask"]
+        for row in record["off_policy"].nonzero().flatten().tolist():
+            length = int(record["completion_mask"][row].sum())
+            first = first_turn.get(tuple(record["completion_ids"][row, :length].tolist()), 0)
+            assert bool(first) == (oracle_start == "recovery")
+            assert mask[row, :first].sum() == 0 and mask[row, first:].sum() > 0
 
 
 @pytest.fixture

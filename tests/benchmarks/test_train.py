@@ -166,6 +166,18 @@ def test_train__rl_beta_must_be_a_finite_non_negative_weight():
         train.main(train.Args(out=Path("unused"), stages=["gigpo"], rl_beta=-1.0))
 
 
+def test_train__luffy_flags_reach_the_advantage_config_and_are_checked():
+    config = train.advantage_config(
+        train.Args(luffy_estimator="gigpo", luffy_start="recovery", luffy_k=2), "luffy"
+    )
+    assert (config.estimator, config.oracle_start, config.off_policy) == ("gigpo", "recovery", 2)
+    assert train.advantage_config(train.Args(luffy_estimator="gigpo"), "grpo").off_policy == 0
+    with pytest.raises(SystemExit, match="--luffy-start"):
+        train.advantage_config(train.Args(luffy_start="midway"), "luffy")
+    with pytest.raises(SystemExit, match="--luffy-estimator"):  # refused before any stage runs
+        train.main(train.Args(out=Path("unused"), stages=["luffy"], luffy_estimator="rloo"))
+
+
 @pytest.mark.slow
 def test_train__rl_beta_penalises_the_kl_to_the_sft_model(tmp_path):
     """Two LUFFY steps with LoRA and ``--rl-beta``: the reference is the SFT model (the adapter
