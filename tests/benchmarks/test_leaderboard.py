@@ -636,6 +636,7 @@ TRAINED = ("smollm2-sft", "smollm2-sft-grpo", "smollm2-sft-gigpo", "smollm2-sft-
                 "smollm2-sft-gigpo-t0.7",
                 "smollm2-sft-gigpo-kl1",
                 "smollm2-sft-gigpo-kl0.3",
+                "smollm2-sft-luffy-recovery-kl1",
             ),
         ),
     ],
