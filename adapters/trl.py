@@ -580,7 +580,7 @@ def make_rollout_func(
                 [next(remaining) for _ in found] if found else off
                 for found, off in zip(starts, offs, strict=True)
             ]
-        mixed = []
+        mixed: list[Trajectory] = []
         for group, off in zip(groups, offs, strict=True):
             mixed += estimators.mix_off_policy(group, off, k=k)
         return mixed
