@@ -421,9 +421,16 @@ class _ReplayEngine:
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
         replies: list[Generation | None] = [None] * len(requests)
         for index, request in enumerate(requests):
-            first_turn = not any(m["role"] == "assistant" for m in request.messages or ())
-            if first_turn and id(request.env) in self._first:
-                replies[index] = copy.deepcopy(self._first[id(request.env)])
+            if any(message["role"] == "assistant" for message in request.messages or ()):
+                continue  # past the first turn: the oracle's
+            first = self._first.get(id(request.env))
+            replies[index] = (
+                copy.deepcopy(first)
+                if first is not None
+                else Generation(  # a copy of the env (a worker process): nothing to replay on
+                    "", finish_reason="error", error="recovery replay needs in-process envs"
+                )
+            )
         rest = [index for index, reply in enumerate(replies) if reply is None]
         oracle = self.oracle.generate([requests[index] for index in rest])
         for index, reply in zip(rest, oracle, strict=True):

@@ -323,6 +323,26 @@ def test_trl__recovery_rows_replay_a_failed_first_turn_then_follow_the_oracle(to
         AdvantageConfig(off_policy=1, oracle_start="midway")
 
 
+def test_trl__recovery_replay_on_an_env_it_was_not_given_is_an_engine_error(tokenizer):
+    """An env the replay does not know (e.g. a copy from a worker process) ends that episode
+    as an engine error, which reaches no loss and no reward, instead of letting the oracle play
+    the turn meant to be replayed."""
+    import gymnasium
+
+    from adapters.engines.base import GenerationRequest
+    from adapters.trl import _ReplayEngine
+
+    env = gymnasium.make("grl/Blocksworld-v0").unwrapped
+    env.reset(seed=5)
+    replay = _ReplayEngine(oracle_engine(tokenizer=tokenizer), [], [])
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "o"}]
+    (reply,) = replay.generate([GenerationRequest(32, messages=messages, env=env)])
+    assert reply.finish_reason == "error" and "in-process" in reply.error
+    later = [*messages, {"role": "assistant", "content": "a"}, {"role": "user", "content": "o"}]
+    (reply,) = replay.generate([GenerationRequest(32, messages=later, env=env)])
+    assert reply.finish_reason == "stop" and reply.text.startswith("<answer>")
+
+
 def test_trl__advantage_settings_are_checked(tokenizer):
     from adapters.trl import AdvantageConfig
 
