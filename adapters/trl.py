@@ -570,25 +570,21 @@ def make_rollout_func(
             _recovery_starts(group, k) if advantages.oracle_start == "recovery" else []
             for group in groups
         ]
-        plain = [number for number, found in enumerate(starts) if not found]
-        from_reset = collect(oracle, [groups[number][0].seed for number in plain])
-        offs = [list(found) for found in starts]
-        for number, trajectory in zip(plain, from_reset, strict=True):
-            offs[number] = [trajectory]
+        plain = [group[0].seed for group, found in zip(groups, starts, strict=True) if not found]
+        from_reset = iter(collect(oracle, plain))
         recovering = [start for found in starts for start in found]
+        recovered: list[Trajectory] = []
         if recovering:
-            seeds = [start.seed for start in recovering]
-            replay = _ReplayEngine(oracle, vector_env(len(seeds)).get_attr("unwrapped"), recovering)
-            recovered = collect(replay, seeds)
-            for trajectory in recovered:
-                trajectory.metadata["replayed_turns"] = 1
-            remaining = iter(recovered)
-            offs = [
-                [next(remaining) for _ in found] if found else off
-                for found, off in zip(starts, offs, strict=True)
-            ]
+            replay = _ReplayEngine(
+                oracle, vector_env(len(recovering)).get_attr("unwrapped"), recovering
+            )
+            recovered = collect(replay, [start.seed for start in recovering])
+        for trajectory in recovered:
+            trajectory.metadata["replayed_turns"] = 1
+        remaining = iter(recovered)
         mixed: list[Trajectory] = []
-        for group, off in zip(groups, offs, strict=True):
+        for group, found in zip(groups, starts, strict=True):
+            off = [next(remaining) for _ in found] if found else [next(from_reset)]
             mixed += estimators.mix_off_policy(group, off, k=k)
         return mixed
 
