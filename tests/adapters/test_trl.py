@@ -279,17 +279,19 @@ def test_trl__recovery_rows_replay_a_failed_first_turn_then_follow_the_oracle(to
     from adapters.trl import AdvantageConfig
 
     seen = []
-    config = AdvantageConfig(estimator="gigpo", off_policy=1, oracle_start="recovery")
-    rollout = make_rollout_func(
-        "grl/Blocksworld-v0",
-        max_new_tokens=48,
-        max_turns=3,
-        engine=random_engine(0, tokenizer=tokenizer),
-        advantages=config,
-        on_trajectories=seen.extend,
-    )
+
+    def rollout(max_turns):
+        return make_rollout_func(
+            "grl/Blocksworld-v0",
+            max_new_tokens=48,
+            max_turns=max_turns,
+            engine=random_engine(0, tokenizer=tokenizer),
+            advantages=AdvantageConfig(estimator="gigpo", off_policy=1, oracle_start="recovery"),
+            on_trajectories=seen.extend,
+        )
+
     prompts = [episode_key("grl/Blocksworld-v0", seed) for seed in (5, 5, 5, 9, 9, 9)]
-    output = rollout(prompts, trainer=None)
+    output = rollout(max_turns=3)(prompts, trainer=None)
     assert output["off_policy"] == [False, False, True] * 2
     for row in (2, 5):
         recovery, failed = seen[row], seen[row - 2]  # the group's first sampled episode
@@ -308,15 +310,7 @@ def test_trl__recovery_rows_replay_a_failed_first_turn_then_follow_the_oracle(to
 
     # no sampled episode went past its first turn: the oracle plays from the start
     seen.clear()
-    single_turn = make_rollout_func(
-        "grl/Blocksworld-v0",
-        max_new_tokens=48,
-        max_turns=1,
-        engine=random_engine(0, tokenizer=tokenizer),
-        advantages=config,
-        on_trajectories=seen.extend,
-    )
-    output = single_turn(prompts[:3], trainer=None)
+    output = rollout(max_turns=1)(prompts[:3], trainer=None)
     assert "replayed_turns" not in seen[2].metadata and seen[2].agent == "oracle"
     assert set(output["env_mask"][2]) == {1}  # trained whole
     with pytest.raises(ValueError, match="oracle_start"):
