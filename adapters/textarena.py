@@ -301,10 +301,11 @@ class TextArenaEnv(TextEnv):
     the game. TextArena's games draw from Python's global ``random``; with ``own_random=True``
     (the default) every call into TextArena runs with the ``random`` module's functions
     (``random.choice``, ``random.seed``, ...) bound to this env's own generator, and the
-    caller's bindings put back after it (about 1 us a turn), so envs in one process (a vector
-    env) do not disturb each other or the caller's stream, and copies continue like the
-    original. Code that kept a reference to a function of the module (``from random import
-    choice``) still draws from the global generator; TextArena's games do not.
+    caller's bindings put back after it (2-4 us a turn, ``benchmarks/textarena_overhead.py``),
+    so envs in one process (a vector env) do not disturb each other or the caller's stream,
+    and copies continue like the original. Code that kept a reference to a function of the
+    module (``from random import choice``) still draws from the global generator;
+    TextArena's games do not.
     ``own_random=False`` leaves the global generator shared, as raw TextArena does. Games
     that draw from NumPy's global generator (SpellingBee, IteratedStagHunt) are not covered.
 

@@ -205,7 +205,7 @@ def main(args: Args) -> str:
         f"Worst median per-turn ratio: {worst:.3f}; target <= 1.10 {met}. The wrapper adds a "
         "roughly constant cost per turn (the column ours - raw): the answer parser, the info "
         "dict and state hash, and, by default, binding the `random` module's functions to the "
-        "env's own generator and back (its own column, ~1-2 us; noisy). Where TextArena's own "
+        "env's own generator and back (its own column). Where TextArena's own "
         "turn takes tens of microseconds (TicTacToe, "
         "ConnectFour, TowerOfHanoi) that constant is a multiple of it; where the game does "
         "real work per move (Othello) it is a fraction.",
