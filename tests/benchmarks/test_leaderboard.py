@@ -597,6 +597,7 @@ TRAINING_MORE = {  # the other committed training runs: Sokoban's extra recipes,
     "training-blocksworld-35": TRAINING.parent / "blocksworld" / "steps35" / "leaderboard",
     "training-gpu": TRAINING.parent / "gpu" / "leaderboard",
     "training-blocksworld-rerun": TRAINING.parent / "blocksworld" / "rerun300" / "leaderboard",
+    "training-blocksworld-fresh": TRAINING.parent / "blocksworld" / "fresh600" / "leaderboard",
 }
 
 
@@ -637,10 +638,24 @@ TRAINED = ("smollm2-sft", "smollm2-sft-grpo", "smollm2-sft-gigpo", "smollm2-sft-
                 "smollm2-sft-gigpo-kl1",
                 "smollm2-sft-gigpo-kl0.3",
                 "smollm2-sft-luffy-recovery-kl1",
+                "smollm2-sft-gigpo-kl1-80",
+                "smollm2-sft-gigpo-kl1-112",
             ),
         ),
+        (
+            TRAINING_MORE["training-blocksworld-fresh"],
+            "grl/Blocksworld-v0",
+            ("random", "oracle", "smollm2-sft", "smollm2-sft-gigpo-kl1-112"),
+        ),
     ],
-    ids=["sokoban", "blocksworld", "blocksworld-35", "gpu", "blocksworld-rerun"],
+    ids=[
+        "sokoban",
+        "blocksworld",
+        "blocksworld-35",
+        "gpu",
+        "blocksworld-rerun",
+        "blocksworld-fresh",
+    ],
 )
 def test_committed_report__training_run_has_every_stage_on_100_seeds(folder, env_id, agents):
     summary = json.loads((folder / "summary.json").read_text())
