@@ -664,6 +664,29 @@ def test_committed_report__training_run_has_every_stage_on_100_seeds(folder, env
         assert rows[agent]["n"] >= 100, agent
 
 
+@pytest.mark.parametrize(
+    "folder, first, last",
+    [
+        (TRAINING_MORE["training-blocksworld-rerun"], 0, 300),
+        (TRAINING_MORE["training-blocksworld-fresh"], 300, 600),  # seeds no choice was made on
+    ],
+    ids=["chosen-on", "fresh"],
+)
+def test_committed_report__the_rl_target_holds_in_the_committed_episodes(folder, first, last):
+    """Issue 12's target, recomputed from the committed trajectories: the 112-step GiGPO
+    model adds >= 10 points of success to its SFT model, paired 95% interval above 0."""
+    trajectories = leaderboard.read_episodes(folder / "episodes.jsonl.gz")
+    success = {(t.agent, int(t.seed)): float(t.success) for t in trajectories}
+    seeds = leaderboard.eval_seeds("grl/Blocksworld-v0", last)[first:]
+    difference = paired_difference(
+        [success["smollm2-sft", seed] for seed in seeds],
+        [success["smollm2-sft-gigpo-kl1-112", seed] for seed in seeds],
+    )
+    assert difference["n"] == last - first
+    assert difference["mean"] >= 0.10
+    assert difference["low"] > 0
+
+
 def test_replay__an_env_that_cannot_be_built_is_reported_not_raised(smoke_run):
     settings = json.loads((smoke_run / "manifest.json").read_text())["settings"]
     settings["env_kwargs"]["grl/GSM8K-v0"]["kwargs"]["answer_mode"] = "loose"
