@@ -37,6 +37,7 @@ import operator
 import random
 import re
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, ClassVar
 
 from agent_envs.core.env import ActionResult, TextEnv
@@ -105,17 +106,15 @@ class _RandomBinding:
     __slots__ = ("functions", "outside")
     _namespace = vars(random)
 
-    def __init__(self, functions: dict[str, Any] | None) -> None:
+    def __init__(self, functions: dict[str, Any]) -> None:
         self.functions = functions
 
     def __enter__(self) -> None:
-        if self.functions is not None:
-            self.outside = _get_random_functions(self._namespace)
-            self._namespace.update(self.functions)
+        self.outside = _get_random_functions(self._namespace)
+        self._namespace.update(self.functions)
 
     def __exit__(self, *_: object) -> None:
-        if self.functions is not None:
-            self._namespace.update(zip(_RANDOM_FUNCTIONS, self.outside, strict=True))
+        self._namespace.update(zip(_RANDOM_FUNCTIONS, self.outside, strict=True))
 
 
 #: Longest move sent to a game: some TextArena move regexes backtrack quadratically on long
@@ -383,12 +382,12 @@ class TextArenaEnv(TextEnv):
         self._opponent_moves: list[str] = []
 
     # ----------------------------------------------------------------- TextArena calls
-    def _own_random(self, *, trial: bool = False) -> _RandomBinding:
+    def _own_random(self, *, trial: bool = False) -> AbstractContextManager[None]:
         """A ``with`` block with the ``random`` module's functions bound to this env's own
         generator (``trial``: to a copy of it, so moves tried on copies of the game leave the
         game's stream as is); the caller's bindings come back after it."""
         if not self.own_random:
-            return _RandomBinding(None)
+            return nullcontext()
         if trial:
             generator = random.Random()
             generator.setstate(self._random.getstate())
