@@ -640,6 +640,7 @@ TRAINED = ("smollm2-sft", "smollm2-sft-grpo", "smollm2-sft-gigpo", "smollm2-sft-
                 "smollm2-sft-luffy-recovery-kl1",
                 "smollm2-sft-gigpo-kl1-80",
                 "smollm2-sft-gigpo-kl1-112",
+                "smollm2-sft-gigpo-kl1-80-rlseed1",
             ),
         ),
         (
