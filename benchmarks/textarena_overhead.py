@@ -27,17 +27,18 @@ Results go to ``benchmarks/results/textarena_overhead.md``.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import platform
 import statistics
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from benchmarks._cli import parse_flags, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "textarena_overhead.md"
@@ -130,7 +131,7 @@ def play_contract(
 
     from agent_envs.core.parsing import parse_reply
 
-    replies = [f"<answer>{move}</answer>" for player, move in moves if player == 0]
+    replies = _our_replies(moves)
     start = clock()
     game = ta.make(textarena_id)
     game.reset(num_players=players, seed=seed)
@@ -174,9 +175,14 @@ def play_contract(
     return reset_done - start, clock() - reset_done, turns
 
 
+def _our_replies(moves: list[tuple[int, str]]) -> list[str]:
+    """Our player's moves as the replies a model would send."""
+    return [f"<answer>{move}</answer>" for player, move in moves if player == 0]
+
+
 def play_ours(env: Any, seed: int, moves: list[tuple[int, str]]) -> tuple:
     """(reset seconds, step seconds, turns) for one episode of our env on the same moves."""
-    ours = [f"<answer>{move}</answer>" for player, move in moves if player == 0]
+    ours = _our_replies(moves)
     theirs = iter([move for player, move in moves if player == 1])
     env.opponent = lambda observation: next(theirs)
     start = clock()
@@ -229,9 +235,8 @@ def main(args: Args) -> str:
             for side in sides:
                 assert totals[side][2] == turns, (textarena_id, side, totals)
                 per_turn[side].append(totals[side][1] / turns * 1e6)
-            ratios["ours"].append(totals["ours"][1] / totals["raw"][1])
-            ratios["shared"].append(totals["shared"][1] / totals["raw"][1])
-            ratios["contract"].append(totals["contract"][1] / totals["raw"][1])
+            for side in ("ours", "shared", "contract"):
+                ratios[side].append(totals[side][1] / totals["raw"][1])
             ratios["reset"].append(totals["ours"][0] / totals["raw"][0])
         rows.append((textarena_id, players, turns / args.episodes, per_turn, ratios))
     lines = [
@@ -288,9 +293,7 @@ def main(args: Args) -> str:
     ]
     text = "\n".join(lines)
     print(text)
-    if args.output:
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.output).write_text(text, encoding="utf-8")
+    write_report(text, args.output)
     return text
 
 
@@ -300,14 +303,5 @@ def _version(name: str) -> str:
     return version(name)
 
 
-def _parse() -> Args:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    defaults = Args()
-    for field in fields(Args):
-        value = getattr(defaults, field.name)
-        parser.add_argument(f"--{field.name.replace('_', '-')}", type=type(value), default=value)
-    return Args(**vars(parser.parse_args()))
-
-
 if __name__ == "__main__":
-    main(_parse())
+    main(parse_flags(Args, __doc__))

@@ -201,11 +201,12 @@ def measure(args: Args) -> dict[str, Any]:
             raise RuntimeError("the bare loop and make_vec diverged: not the same work")
         per_step = {name: value / (args.steps * n) * 1e6 for name, value in seconds.items()}
         reset_us = seconds["reset"] / n * 1e6
+        resets_per_step = resets / (args.steps * n)
         rounds.append(
             {
                 "reset_us": reset_us,
-                "resets_per_step": resets / (args.steps * n),
-                "reset_share_us": reset_us * resets / (args.steps * n),
+                "resets_per_step": resets_per_step,
+                "reset_share_us": reset_us * resets_per_step,
                 "bare_us": per_step["bare"],
                 "ours_us": per_step["ours"],
                 "lake_us": per_step["lake"],
