@@ -39,7 +39,7 @@ $(STAMP): pyproject.toml setup.cfg
 	touch $(STAMP)
 
 run: $(STAMP)  ## the main job: the leaderboard on built-in defaults
-	$(PY) -m benchmarks.leaderboard
+	$(PY) -m agent_envs.benchmarks.leaderboard
 
 test: $(STAMP) browser tcmalloc $(TUNIX_STAMP)  ## the whole test suite (Tunix's tests in their own venv)
 	$(PY) -m pytest -q
@@ -66,16 +66,16 @@ browser:
 		>/dev/null 2>&1 || echo "chromium not installed: the replay screenshot test will skip"
 
 # tcmalloc: CPU RL steps ran 1.41x faster under it (benchmarks/results/cpu_allocator.md;
-# benchmarks.train preloads it when it finds it); Debian/Ubuntu's package. Optional.
+# agent_envs.benchmarks.train preloads it when it finds it); Debian/Ubuntu's package. Optional.
 tcmalloc:
-	@$(PYTHON) -c "from benchmarks._allocator import find_tcmalloc as f; exit(f() is None)" 2>/dev/null \
+	@$(PYTHON) -c "from agent_envs.adapters.trl.allocator import find_tcmalloc as f; exit(f() is None)" 2>/dev/null \
 		|| (apt-get update -qq && apt-get install -y -qq libtcmalloc-minimal4) >/dev/null 2>&1 \
 		|| echo "tcmalloc not installed: CPU training runs on the system allocator"
 
 bench: $(STAMP)  ## throughput benchmarks (peers gym-sokoban and tetris-gymnasium in own venvs)
 	bash benchmarks/peers/setup_gym_sokoban.sh
 	bash benchmarks/peers/setup_tetris_gymnasium.sh
-	$(PY) -m benchmarks.throughput
+	$(PY) -m agent_envs.benchmarks.throughput
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

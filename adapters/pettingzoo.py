@@ -24,8 +24,8 @@ from contextlib import contextmanager
 from typing import Any, ClassVar
 
 import numpy as np
+from agent_envs.adapters.textarena import MAX_MOVE_LENGTH
 
-from adapters.textarena import MAX_MOVE_LENGTH
 from agent_envs.core.spaces import ASCII_CHARSET, MAX_REPLY_LENGTH
 
 try:
@@ -89,11 +89,11 @@ class TextArenaAECEnv(_TextAgents, AECEnv):
     TextArena ends the game at the second one. Rewards are 0 until the game ends; then
     TextArena's ``close()`` rewards (+1/-1, 0 for a draw) go to both agents, which are
     terminated. A move that is not a string, or is longer than
-    `adapters.textarena.MAX_MOVE_LENGTH`, is sent as ``""`` (which the game rejects).
+    `agent_envs.adapters.textarena.MAX_MOVE_LENGTH`, is sent as ``""`` (which the game rejects).
     ``max_moves`` truncates both agents (moves, rejected ones included).
     ``seed`` of ``reset`` is passed to TextArena's ``reset``; Python's global ``random``
     state is swapped for the env's own around every TextArena call, as in
-    `adapters.textarena.TextArenaEnv`."""
+    `agent_envs.adapters.textarena.TextArenaEnv`."""
 
     metadata: ClassVar[dict[str, Any]] = {
         "name": "textarena_aec_v0",
@@ -105,7 +105,7 @@ class TextArenaAECEnv(_TextAgents, AECEnv):
         self, textarena_id: str, *, max_moves: int = 500, render_mode: str | None = None
     ) -> None:
         super().__init__()
-        from adapters.textarena import NETWORK_GAMES, _require_textarena, game_name
+        from agent_envs.adapters.textarena import NETWORK_GAMES, _require_textarena, game_name
 
         ta = _require_textarena()
         name = game_name(textarena_id)
@@ -137,12 +137,12 @@ class TextArenaAECEnv(_TextAgents, AECEnv):
             random.setstate(outside)
 
     def _state(self) -> Any:
-        from adapters.textarena import _raw
+        from agent_envs.adapters.textarena import _raw
 
         return _raw(self.game).state
 
     def _take_turn(self) -> None:
-        from adapters.textarena import _to_ascii
+        from agent_envs.adapters.textarena import _to_ascii
 
         player, view = self.game.get_observation()
         self.agent_selection = f"player_{player}"
@@ -158,7 +158,7 @@ class TextArenaAECEnv(_TextAgents, AECEnv):
         self.infos = {agent: {"action_valid": True} for agent in self.agents}
         self._views = {}
         self._moves = 0
-        from adapters.textarena import _require_textarena
+        from agent_envs.adapters.textarena import _require_textarena
 
         with self._own_random():
             # a fresh game: TextArena's LLMObservationWrapper keeps old episodes' history

@@ -1,10 +1,10 @@
 """Scale-out on Ray: the sub-envs of a vector env held by Ray actors, on one machine or many.
 
-``import adapters.ray`` registers the vector mode ``"ray"``::
+``import agent_envs.adapters.ray`` registers the vector mode ``"ray"``::
 
     import ray
     import gymnasium
-    import adapters.ray  # noqa: F401  (registers mode="ray")
+    import agent_envs.adapters.ray  # noqa: F401  (registers mode="ray")
 
     ray.init(address="auto")  # join a running cluster (or ray.init() for a local one)
     envs = gymnasium.make_vec("grl/Sokoban-v0", num_envs=1024, mode="ray", num_workers=16,

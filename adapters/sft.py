@@ -28,8 +28,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from adapters.engines.scripted import oracle_engine
-from adapters.rollout import collect_episodes
+from agent_envs.adapters.engines.scripted import oracle_engine
+from agent_envs.adapters.loop.collector import collect_episodes
+
 from agent_envs.core.records import Trajectory
 
 __all__ = [

@@ -4,10 +4,10 @@
 TextArena 0.7.4's registry with one or two players) returns a :class:`TextArenaEnv`. Two-player
 games are played against a fixed opponent: ``"random"`` (a uniform choice among the moves the
 game accepts, drawn from the env's own generator) or any callable ``opponent(observation) ->
-reply`` (a TextArena ``Agent``, or an engine from `adapters.engines` through
+reply`` (a TextArena ``Agent``, or an engine from `agent_envs.adapters.engines` through
 :func:`engine_opponent`)::
 
-    from adapters.textarena import make
+    from agent_envs.adapters.textarena import make
     env = make("TicTacToe-v0", opponent="random", agent_player=0)
     observation, info = env.reset(seed=0)
     observation, reward, terminated, truncated, info = env.step("<answer>[4]</answer>")
@@ -252,10 +252,10 @@ class _WrappedGame:
 
 
 def engine_opponent(engine: Any, *, max_new_tokens: int = 256) -> Callable[[str], str]:
-    """An opponent that asks ``engine`` (an `adapters.engines` engine that reads chat
+    """An opponent that asks ``engine`` (an `agent_envs.adapters.engines` engine that reads chat
     messages, e.g. the OpenAI-compatible one) for each move, given TextArena's observation
     as one user message; its whole reply goes to the game."""
-    from adapters.engines.base import GenerationRequest
+    from agent_envs.adapters.loop.engine import GenerationRequest
 
     def opponent(observation: str) -> str:
         request = GenerationRequest(
@@ -658,7 +658,7 @@ _GRL_DOC = """A ``grl/*`` env as a ``textarena.Env`` (one player), made by :func
     return}, game info)`` with ``success`` and ``episode_return`` in ``game_info[0]``. Invalid
     replies are handled by our env (penalty, ``action_valid=False``), not by TextArena's
     retry rule. The class subclasses ``textarena.Env``, so it is built when first asked for
-    (``adapters.textarena.GrlTextArenaEnv``), not when this module is imported."""
+    (``agent_envs.adapters.textarena.GrlTextArenaEnv``), not when this module is imported."""
 
 
 def _grl_env_class() -> type:

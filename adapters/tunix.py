@@ -5,9 +5,9 @@ that step is our synchronous multi-turn rollout, the batch is built straight fro
 (no dataloader), and Tunix keeps its part: the model, the GRPO loss, the optimizer step
 (``RLCluster.update_actor``), weight sync and metric logging::
 
-    from adapters.advantages import episode_advantages
-    from adapters.rollout import RolloutCollector
-    from adapters.tunix import TunixEngine, build_train_example, make_cluster, update
+    from agent_envs.adapters.advantages import episode_advantages
+    from agent_envs.adapters.loop.collector import RolloutCollector
+    from agent_envs.adapters.tunix import TunixEngine, build_train_example, make_cluster, update
 
     cluster = make_cluster(model, hf_tokenizer, learning_rate=1e-6)  # an RLCluster
     collector = RolloutCollector(vec_env, TunixEngine(cluster), max_total_tokens=1024)
@@ -19,7 +19,7 @@ that step is our synchronous multi-turn rollout, the batch is built straight fro
 - :class:`TunixTokenizer`: a Hugging Face tokenizer that also takes a prompt given as token ids
   (Tunix's rollout otherwise only takes strings and re-tokenizes them); :func:`make_cluster`
   builds the ``RLCluster`` with it (and installs Tunix's GRPO loss).
-- :class:`TunixEngine`: an `Engine` for the :class:`~adapters.rollout.RolloutCollector`:
+- :class:`TunixEngine`: an `Engine` for the :class:`~agent_envs.adapters.loop.collector.RolloutCollector`:
   the cluster's rollout generates on each episode's token ids and returns the sampled ids and
   their log-probabilities, so the same collector and the same `Trajectory` records drive Tunix
   models. Tunix's sampler drops the stop token it sampled from its output, so the collector
@@ -47,9 +47,9 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from agent_envs.adapters.loop.engine import Generation, GenerationRequest
 from gymnasium.error import DependencyNotInstalled
 
-from adapters.engines.base import Generation, GenerationRequest
 from agent_envs.core.records import Trajectory
 
 __all__ = [
@@ -403,9 +403,9 @@ def build_train_example(
       env/template token) then 0 on padding, so environment tokens carry no loss weight. An
       episode that ended with an engine error (``Trajectory.error``) gets an all-zero mask.
     - ``advantages``: one number per trajectory (GRPO, Dr. GRPO, RLOO:
-      :func:`adapters.advantages.episode_advantages`) gives shape ``[B]``; one array per
-      trajectory aligned with its ``completion_ids`` (:func:`adapters.advantages.
-      token_advantages`, e.g. of :func:`~adapters.advantages.gigpo`'s per-turn values) gives
+      :func:`agent_envs.adapters.advantages.episode_advantages`) gives shape ``[B]``; one array per
+      trajectory aligned with its ``completion_ids`` (:func:`agent_envs.adapters.advantages.
+      token_advantages`, e.g. of :func:`~agent_envs.adapters.advantages.gigpo`'s per-turn values) gives
       per-token advantages ``[B, T]`` (0 on padding), which Tunix's GRPO loss takes as they are.
     - ``old_per_token_logps``: the sampling log-probabilities of the rollout
       (:attr:`Trajectory.completion_logprobs`, 0 on env tokens and padding), or ``None`` when
@@ -514,7 +514,7 @@ class _TaskEnvBody:
     """Any registered ``grl/*`` id as a Tunix agentic environment (``BaseTaskEnv``), so Tunix's
     own ``tunix.rl.agentic`` GRPO learner trains on it::
 
-        from adapters.tunix import TunixTaskEnv   # imports Tunix (module __getattr__)
+        from agent_envs.adapters.tunix import TunixTaskEnv   # imports Tunix (module __getattr__)
         GRPOLearner(cluster, GRPOConfig(system_prompt=instructions, ...),
                     env_class=TunixTaskEnv, env_kwargs={"env_id": "grl/Sokoban-v0"})
 

@@ -1,6 +1,6 @@
-"""The two-player leaderboard: TextArena games played through `adapters.textarena`.
+"""The two-player leaderboard: TextArena games played through `agent_envs.adapters.textarena`.
 
-``python -m benchmarks.arena`` (offline, CPU, about a minute) writes
+``python -m agent_envs.benchmarks.arena`` (offline, CPU, about a minute) writes
 ``benchmarks/results/arena/``:
 
 * **Against fixed opponents**: every agent plays ``--episodes`` games of every game against
@@ -14,11 +14,11 @@
   defaults ``mu=25, sigma=25/3``): every head-to-head game is rated in the order played (a
   draw is a tie), and the table lists ``mu``, ``sigma`` and the conservative ordinal
   ``mu - 3 sigma``.
-* **Replays**: ``replays/<game>.html`` (`renderers.replay`) shows head-to-head games move by
+* **Replays**: ``replays/<game>.html`` (`agent_envs.renderers.replay`) shows head-to-head games move by
   move, both players: each move is a turn labelled with its player and agent, with the
   board that player saw.
 
-Agents are policies on the live env (`adapters.textarena.TextArenaEnv`): ``random`` (a
+Agents are policies on the live env (`agent_envs.adapters.textarena.TextArenaEnv`): ``random`` (a
 uniform legal move), ``first`` (the first legal move the game lists) and ``lookahead`` (wins
 at once when it can, otherwise avoids moves after which the other player wins at once,
 otherwise random; moves tried with ``TextArenaEnv.simulate``). Any ``policy(env,
@@ -34,7 +34,7 @@ deterministic: the same flags give the same files.
 games, every move with its player and whether the game accepted it, TextArena's rewards and
 end reason) and ``replays/``.
 
-**Validation**: ``python -m benchmarks.arena --validate DIR`` recomputes ``summary.json``
+**Validation**: ``python -m agent_envs.benchmarks.arena --validate DIR`` recomputes ``summary.json``
 from ``episodes.jsonl.gz`` (every count, interval and rating) and exits 1 on any difference.
 
 The two-player rows live in their own run folder (not the main leaderboard's, whose
@@ -142,7 +142,7 @@ def play(game: str, seed: int, players: Sequence[str]) -> dict[str, Any]:
     """One game: ``players[0]`` as player 0 (our env's agent), ``players[1]`` as player 1
     (its opponent). Returns the episode record: every move with its player, the view it was
     played from, whether the game accepted it, and TextArena's rewards."""
-    from adapters.textarena import make
+    from agent_envs.adapters.textarena import make
 
     rngs = [np.random.default_rng([seed, seat]) for seat in (0, 1)]
     moves: list[dict[str, Any]] = []
@@ -298,7 +298,7 @@ def report(summary: dict[str, Any], args: Args) -> str:
     lines = [
         "# Two-player arena (TextArena games)",
         "",
-        f"`python -m benchmarks.arena --games {args.games} --agents {args.agents} "
+        f"`python -m agent_envs.benchmarks.arena --games {args.games} --agents {args.agents} "
         f"--episodes {args.episodes}`; seats alternate; agents and seeds in the module "
         "docstring. Score: win 1, draw 1/2, loss 0. Intervals are 95%: Wilson for the win "
         "rate, normal (mean +- 1.96 SE, clipped to [0, 1]) for the score.",
@@ -348,7 +348,7 @@ def report(summary: dict[str, Any], args: Args) -> str:
 
 
 def replay_episode(episode: dict[str, Any]) -> dict[str, Any]:
-    """An episode for `renderers.replay`: one turn per move of either player."""
+    """An episode for `agent_envs.renderers.replay`: one turn per move of either player."""
     players = episode["players"]
     steps = [
         {
@@ -371,7 +371,7 @@ def replay_episode(episode: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(args: Args) -> dict[str, Any]:
-    from renderers.replay import write_replay
+    from agent_envs.renderers.replay import write_replay
 
     out = Path(args.out)
     episodes = []

@@ -1,7 +1,7 @@
 """Episodes per second: the asynchronous collector against the lockstep one, on a skewed
 workload, through a real OpenAI-compatible server on loopback.
 
-``python -m benchmarks.async_rollout`` starts ``transformers serve`` on 127.0.0.1 (continuous
+``python -m agent_envs.benchmarks.async_rollout`` starts ``transformers serve`` on 127.0.0.1 (continuous
 batching, CPU, a local checkpoint folder written here; the process runs under ``timeout`` and
 is killed by its pid at the end) and collects the same ``--episodes`` episodes of
 ``grl/Sokoban-v0`` four ways, at most ``--concurrency`` (C) requests in flight in each:
@@ -148,7 +148,7 @@ def _make_env(lengths: tuple[int, ...]) -> Any:
 
 # --------------------------------------------------------------------------- the server
 def _checkpoint(kind: str, folder: Path) -> Path:
-    from adapters.engines.transformers import load_smollm2, save_smollm2_checkpoint
+    from agent_envs.adapters.engines.transformers import load_smollm2, save_smollm2_checkpoint
 
     if kind == "smollm2":
         save_smollm2_checkpoint(str(folder))
@@ -222,8 +222,8 @@ class Server:
 
 # --------------------------------------------------------------------------- the collectors
 def _engine(server: Server, folder: Path, args: Args) -> SkewedReplies:
-    from adapters.engines.base import SamplingConfig
-    from adapters.engines.openai_http import OpenAIEngine
+    from agent_envs.adapters.engines.openai_http import OpenAIEngine
+    from agent_envs.adapters.loop.engine import SamplingConfig
 
     http = OpenAIEngine(
         server.url, str(folder), sampling=SamplingConfig(temperature=0.0),
@@ -235,7 +235,8 @@ def _engine(server: Server, folder: Path, args: Args) -> SkewedReplies:
 
 
 def _lockstep(engine: SkewedReplies, seeds: list[int], batch: int, lengths: tuple) -> list:
-    from adapters.rollout import RolloutCollector
+    from agent_envs.adapters.loop.collector import RolloutCollector
+
     from agent_envs.vector import TextVectorEnv
 
     trajectories = []
@@ -250,7 +251,7 @@ def _lockstep(engine: SkewedReplies, seeds: list[int], batch: int, lengths: tupl
 
 
 def _async(engine: SkewedReplies, seeds: list[int], concurrency: int, lengths: tuple) -> list:
-    from adapters.async_rollout import AsyncRolloutCollector
+    from agent_envs.adapters.loop.async_collector import AsyncRolloutCollector
 
     collector = AsyncRolloutCollector(
         lambda: _make_env(lengths), engine, env_id=ENV_ID, max_concurrency=concurrency,
@@ -335,7 +336,7 @@ def _report(args: Args, lengths: tuple, runs: dict[str, list[dict[str, Any]]]) -
     lines = [
         "# Asynchronous vs lockstep rollout",
         "",
-        f"`python -m benchmarks.async_rollout` on {platform.machine()}, {os.cpu_count()} CPUs "
+        f"`python -m agent_envs.benchmarks.async_rollout` on {platform.machine()}, {os.cpu_count()} CPUs "
         f"(shared with other jobs), Python {platform.python_version()}: `{ENV_ID}`, "
         f"{args.episodes} episodes per collection, at most {args.concurrency} requests in "
         f"flight, `transformers serve --continuous-batching` on 127.0.0.1 (CPU) serving "

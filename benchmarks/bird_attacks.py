@@ -1,6 +1,6 @@
 """Hostile SQL and hostile replies against the BIRD env: wall time and memory growth per attack.
 
-``python -m benchmarks.bird_attacks`` plays each attack as one turn of a fresh BIRD env (the
+``python -m agent_envs.benchmarks.bird_attacks`` plays each attack as one turn of a fresh BIRD env (the
 built-in databases) in a fresh process and records:
 
 * the wall time of ``env.step(reply)``, against the limit that applies to that turn (the
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks._cli import parse_flags, write_report
+from agent_envs.benchmarks._cli import parse_flags, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 MIB = 2**20
@@ -185,7 +185,7 @@ def measure(attack: Attack, code: str, cap: float) -> dict[str, object]:
     """Run one attack in a fresh process on the code under ``code`` (its own cwd, so that
     ``code`` comes first on the path)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([code, str(ROOT)]))
-    command = [sys.executable, "-m", "benchmarks.bird_attacks", "--child", attack.name]
+    command = [sys.executable, "-m", "agent_envs.benchmarks.bird_attacks", "--child", attack.name]
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as cwd:
         try:
@@ -220,7 +220,7 @@ def report(rows: list[tuple[Attack, dict, dict | None]], args: Args) -> str:
         "growth in MiB of peak RSS over the RSS before the step, for the env's process and "
         "for its SQL worker (0 where there is none). Targets: wall <= 1.2x the limit, growth "
         "< 256 MiB per process.",
-        "Reproduce: `python -m benchmarks.bird_attacks --before DIR` (DIR: the code before "
+        "Reproduce: `python -m agent_envs.benchmarks.bird_attacks --before DIR` (DIR: the code before "
         "the fix, `git archive <commit> agent_envs renderers | tar -x -C DIR`).",
         "",
     ]  # fmt: skip

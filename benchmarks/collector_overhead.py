@@ -1,6 +1,6 @@
 """What the rollout collector itself costs per env-turn, early and late in an episode.
 
-``python -m benchmarks.collector_overhead`` runs the `RolloutCollector` with a real tokenizer
+``python -m agent_envs.benchmarks.collector_overhead`` runs the `RolloutCollector` with a real tokenizer
 (SmolLM2-135M-Instruct's, from the GGUF file of the embedded default model; ``--tokenizer
 tiny`` uses a BPE tokenizer trained on the spot instead) and a scripted engine (the env's
 random baseline, tokenizing its replies like a model's), so no model time hides the
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks._cli import parse_flags, write_report
+from agent_envs.benchmarks._cli import parse_flags, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "collector_overhead.md"
@@ -87,7 +87,7 @@ class _TimedEngine:
 
 def _tokenizer(kind: str) -> Any:
     if kind == "smollm2":
-        from adapters.engines.transformers import load_smollm2
+        from agent_envs.adapters.engines.transformers import load_smollm2
 
         return load_smollm2(tokenizer_only=True)[1]
     if kind == "tiny":
@@ -119,10 +119,10 @@ def _full_rerender_seconds(
 
 def measure(args: Args) -> dict[str, Any]:
     import gymnasium
+    from agent_envs.adapters.engines.scripted import random_engine
+    from agent_envs.adapters.loop.collector import RolloutCollector
 
     import agent_envs  # noqa: F401
-    from adapters.engines.scripted import random_engine
-    from adapters.rollout import RolloutCollector
 
     tokenizer = _tokenizer(args.tokenizer)
     vec = _TimedVector(
@@ -194,7 +194,7 @@ def to_markdown(args: Args, result: dict[str, Any]) -> str:
     lines = [
         "# Rollout collector overhead per env-turn",
         "",
-        f"`python -m benchmarks.collector_overhead` on {platform.machine()}, "
+        f"`python -m agent_envs.benchmarks.collector_overhead` on {platform.machine()}, "
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}: `{args.env_id}`, "
         f"{args.num_envs} sub-envs (sync), random baseline as a scripted engine returning "
         f"token ids, tokenizer `{args.tokenizer}` ({result['tokenizer']}), median of "

@@ -1,11 +1,11 @@
 """CPU training under glibc's allocator and under tcmalloc, side by side in one run.
 
-``python -m benchmarks.cpu_allocator`` runs the same small pipeline of ``benchmarks.train``
+``python -m agent_envs.benchmarks.cpu_allocator`` runs the same small pipeline of ``agent_envs.benchmarks.train``
 (SFT on oracle episodes, then GRPO, then the leaderboard eval of both models) once per
 allocator in each round, the order alternating round by round, each in a fresh process
 (``--allocator system`` / ``--allocator tcmalloc``), and reports per round: the SFT and RL
 step times, the eval's wall time, and the share of the processes' CPU time spent in the
-kernel (page faults: see ``benchmarks._allocator``). Seeds are fixed, so both sides play the
+kernel (page faults: see ``agent_envs.adapters.trl.allocator``). Seeds are fixed, so both sides play the
 same episodes (checked: the RL steps' rewards and completion lengths must match; a mismatch
 is reported). Results go to ``benchmarks/results/cpu_allocator.md``.
 """
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks._allocator import find_tcmalloc
-from benchmarks._cli import finish_report, parse_flags
+from agent_envs.adapters.trl.allocator import find_tcmalloc
+from agent_envs.benchmarks._cli import finish_report, parse_flags
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "cpu_allocator.md"
@@ -72,8 +72,8 @@ def one_pipeline(
     args: Args, side: str, folder: Path, flags: tuple[str, ...] = (), *, evaluate: bool = True
 ) -> dict[str, Any]:
     """The pipeline under allocator ``side`` in ``folder`` (``flags``: more of
-    ``benchmarks.train``'s; ``evaluate``: run the eval stage too): its measures."""
-    train = [sys.executable, "-m", "benchmarks.train", "--allocator", side, *flags]
+    ``agent_envs.benchmarks.train``'s; ``evaluate``: run the eval stage too): its measures."""
+    train = [sys.executable, "-m", "agent_envs.benchmarks.train", "--allocator", side, *flags]
     common = ["--out", str(folder), "--envs", args.env, "--no-progress", "--seed", "0"]
     training = _run(
         [
@@ -183,11 +183,11 @@ def main(args: Args) -> str:
     lines = [
         "# CPU training: glibc's allocator against tcmalloc",
         "",
-        "`python -m benchmarks.cpu_allocator` "
+        "`python -m agent_envs.benchmarks.cpu_allocator` "
         f"(`--env {args.env} --rounds {args.rounds} --sft-episodes {args.sft_episodes} "
         f"--rl-steps {args.rl_steps} --eval-seeds {args.eval_seeds}`) on "
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python "
-        f"{platform.python_version()}; tcmalloc: `{library}`. Each round runs `benchmarks.train` "
+        f"{platform.python_version()}; tcmalloc: `{library}`. Each round runs `agent_envs.benchmarks.train` "
         "(SFT, GRPO, then the eval of both models) once per allocator in fresh processes, "
         "order alternating; median (min to max) over rounds. Both sides played the same "
         f"RL episodes: {'yes' if same else 'NO (the comparison is not of equal work)'}.",

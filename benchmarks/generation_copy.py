@@ -1,10 +1,10 @@
 """RL steps on CPU generating on the trained model against a bfloat16 copy, side by side.
 
-``python -m benchmarks.generation_copy`` runs the small pipeline of
-``benchmarks.cpu_allocator`` (SFT, GRPO, eval; ``benchmarks.train`` in fresh processes,
+``python -m agent_envs.benchmarks.generation_copy`` runs the small pipeline of
+``agent_envs.benchmarks.cpu_allocator`` (SFT, GRPO, eval; ``agent_envs.benchmarks.train`` in fresh processes,
 tcmalloc on both sides) once with ``--generation-dtype model`` (the training episodes are
 sampled from the LoRA-wrapped model under bfloat16 autocast) and once with ``--generation-dtype
-bfloat16`` (from :class:`adapters.trl.GenerationCopy`: LoRA merged, weights in bfloat16, made
+bfloat16`` (from :class:`agent_envs.adapters.trl.GenerationCopy`: LoRA merged, weights in bfloat16, made
 again after each optimizer step) in each round, order alternating. The two sides sample with
 different arithmetic, so their episodes differ a little: the RL steps' mean completion
 lengths are reported next to their times. Results go to
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks import cpu_allocator
-from benchmarks._cli import finish_report, parse_flags
-from benchmarks.cpu_allocator import alternate, one_pipeline, table_rows
+from agent_envs.benchmarks import cpu_allocator
+from agent_envs.benchmarks._cli import finish_report, parse_flags
+from agent_envs.benchmarks.cpu_allocator import alternate, one_pipeline, table_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "generation_copy.md"
@@ -45,14 +45,14 @@ def main(args: Args) -> str:
     lines = [
         "# RL steps on CPU: generating on the trained model or on a bfloat16 copy",
         "",
-        "`python -m benchmarks.generation_copy` "
+        "`python -m agent_envs.benchmarks.generation_copy` "
         f"(`--env {args.env} --rounds {args.rounds} --sft-episodes {args.sft_episodes} "
         f"--rl-steps {args.rl_steps}`) on {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}, tcmalloc on both sides. "
-        "Each round runs `benchmarks.train` (SFT, then GRPO steps of 2 groups x 4 episodes) "
+        "Each round runs `agent_envs.benchmarks.train` (SFT, then GRPO steps of 2 groups x 4 episodes) "
         "once per side in fresh processes, order alternating; median (min to max) over rounds. "
         "`model`: episodes sampled from the LoRA-wrapped model under bfloat16 autocast; "
-        "`bfloat16`: from `adapters.trl.GenerationCopy` (LoRA merged, bfloat16 weights, made "
+        "`bfloat16`: from `agent_envs.adapters.trl.GenerationCopy` (LoRA merged, bfloat16 weights, made "
         "again after each optimizer step). The sides' episodes differ a little (different "
         "arithmetic), hence the completion lengths.",
         "",

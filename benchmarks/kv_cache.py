@@ -1,6 +1,6 @@
 """Turn-k generation time of the transformers engine with and without prefix reuse.
 
-``python -m benchmarks.kv_cache`` plays the same batch of multi-turn episodes twice per
+``python -m agent_envs.benchmarks.kv_cache`` plays the same batch of multi-turn episodes twice per
 repeat through the `RolloutCollector` with the embedded SmolLM2-135M-Instruct (greedy, so both
 runs see identical contexts): once with ``TransformersEngine(prefix_cache=False)``, which
 prefills each turn's whole context, and once with the default prefix reuse, which runs the
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks._cli import parse_flags, write_report
+from agent_envs.benchmarks._cli import parse_flags, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "kv_cache.md"
@@ -71,7 +71,7 @@ class _TimedEngine:
 
 
 def _model(kind: str) -> tuple[Any, Any]:
-    from adapters.engines.transformers import load_smollm2
+    from agent_envs.adapters.engines.transformers import load_smollm2
 
     if kind == "smollm2":
         return load_smollm2()
@@ -99,11 +99,11 @@ def _model(kind: str) -> tuple[Any, Any]:
 def measure(args: Args) -> dict[str, Any]:
     import gymnasium
     import torch
+    from agent_envs.adapters.engines.transformers import TransformersEngine
+    from agent_envs.adapters.loop.collector import RolloutCollector
+    from agent_envs.adapters.loop.engine import SamplingConfig
 
     import agent_envs  # noqa: F401
-    from adapters.engines.base import SamplingConfig
-    from adapters.engines.transformers import TransformersEngine
-    from adapters.rollout import RolloutCollector
 
     torch.set_num_threads(args.threads)
     model, tokenizer = _model(args.model)
@@ -198,7 +198,7 @@ def to_markdown(args: Args, result: dict[str, Any]) -> str:
     lines = [
         "# Transformers engine: turn-k generation time, prefix reuse against re-prefill",
         "",
-        f"`python -m benchmarks.kv_cache` on {platform.machine()}, {os.cpu_count()} CPUs "
+        f"`python -m agent_envs.benchmarks.kv_cache` on {platform.machine()}, {os.cpu_count()} CPUs "
         f"({result['threads']} torch threads), Python {platform.python_version()}: {model}, "
         f"`{args.env_id}`, {args.num_envs} episodes per batch, {args.turns} turns, "
         f"{args.max_new_tokens} new tokens per turn, greedy; {args.repeats} repeats per mode, "

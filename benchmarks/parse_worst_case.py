@@ -1,6 +1,6 @@
 """The worst turn a hostile reply can cost: every registered id against 1 MB replies.
 
-``python -m benchmarks.parse_worst_case`` steps every ``grl/*`` id once per adversarial
+``python -m agent_envs.benchmarks.parse_worst_case`` steps every ``grl/*`` id once per adversarial
 family of :data:`FAMILIES` (repeated openers, fences, tags, separators, unicode look-alikes,
 NUL bytes, SQL and WebShop verbs, number runs; each about ``size`` characters, 1,000,000 by
 default) on a freshly reset env, takes the best of ``repeats`` steps per (id, family), and
@@ -12,7 +12,7 @@ instead of being run. The worst family of each id is also timed at 1/4, 1/2, 1 a
 ``size``, side by side, so the growth can be read off the ratios (``--no-scale`` skips it).
 
 Results print as Markdown and go to ``benchmarks/results/parse_worst_case.md``.
-``tests/test_adversarial_replies.py`` runs ``python -m benchmarks.parse_worst_case --probe
+``tests/test_adversarial_replies.py`` runs ``python -m agent_envs.benchmarks.parse_worst_case --probe
 ID`` (one step per family, one JSON line each) in a child process per id, with a generous
 bound: no timing claims in unit tests; this script is where the figures come from.
 """
@@ -260,7 +260,7 @@ def report(args: Args, table: Table, scaled: Sequence) -> str:
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python "
         f"{platform.python_version()}, load average {os.getloadavg()[0]:.1f} at the end (a "
         "shared host: compare figures within one run). Reproduce: "
-        "`python -m benchmarks.parse_worst_case`.",
+        "`python -m agent_envs.benchmarks.parse_worst_case`.",
         f"One `env.step(reply)` per (id, family) on a freshly reset env, best of "
         f"{args.repeats}; each reply is about {args.size:,} characters "
         f"({len(FAMILIES)} families, defined in `benchmarks/parse_worst_case.py`; "

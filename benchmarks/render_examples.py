@@ -1,6 +1,6 @@
 """Regenerate the example pictures in ``benchmarks/results/renderers/`` (from the repository root):
 
-    python -m benchmarks.render_examples
+    python -m agent_envs.benchmarks.render_examples
 
 Oracle episodes (a few turns scripted for the dataset envs) recorded with frames, exported
 as GIFs (one picture per turn, the reply under it), a PNG of a mid-episode frame per env and
@@ -13,15 +13,15 @@ import copy
 from pathlib import Path
 
 import gymnasium as gym
+from agent_envs.renderers.episodes import record_episode
+from agent_envs.renderers.frames import frame_from_dict
+from agent_envs.renderers.gif import write_gif
+from agent_envs.renderers.raster import draw
+from agent_envs.renderers.replay import write_replay
 from PIL import Image
 
 import agent_envs  # noqa: F401
 from agent_envs.core.policies import format_answer
-from renderers.episodes import record_episode
-from renderers.frames import frame_from_dict
-from renderers.gif import write_gif
-from renderers.raster import draw
-from renderers.replay import write_replay
 
 OUT = Path(__file__).resolve().parent / "results" / "renderers"
 

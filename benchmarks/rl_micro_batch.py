@@ -2,7 +2,7 @@
 
 16 Blocksworld episodes in one forward/backward pass peaked at 22 GiB on CPU (one step,
 ``/usr/bin/time``) and a 48-step run was killed out of memory on a 24 GiB machine.
-``python -m benchmarks.rl_micro_batch`` trains one small SFT model (``benchmarks.train``, in a
+``python -m agent_envs.benchmarks.rl_micro_batch`` trains one small SFT model (``agent_envs.benchmarks.train``, in a
 fresh process), then runs the GiGPO stage from it three ways in each round, each in a fresh
 process, the order rotating: ``one-pass`` (all the step's episodes in one forward/backward
 pass), ``checkpointing`` (the same with ``--gradient-checkpointing``: activations recomputed
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks._cli import finish_report, parse_flags
-from benchmarks.cpu_allocator import _log, _range, alternate
+from agent_envs.benchmarks._cli import finish_report, parse_flags
+from agent_envs.benchmarks.cpu_allocator import _log, _range, alternate
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "rl_micro_batch.md"
@@ -90,7 +90,14 @@ def main(args: Args) -> str:
         "checkpointing": ["--gradient-checkpointing"],
         "micro-batch": ["--rl-micro-batch", str(args.micro_batch)],
     }
-    train = [sys.executable, "-m", "benchmarks.train", "--envs", args.env, "--no-progress"]
+    train = [
+        sys.executable,
+        "-m",
+        "agent_envs.benchmarks.train",
+        "--envs",
+        args.env,
+        "--no-progress",
+    ]
     scratch = Path(tempfile.mkdtemp(prefix="rl_micro_batch_"))
     try:
         sft_run = scratch / "sft-run"
@@ -132,7 +139,7 @@ def main(args: Args) -> str:
     lines = [
         "# RL steps on CPU: peak memory in one pass, with gradient checkpointing, in micro-batches",
         "",
-        "`python -m benchmarks.rl_micro_batch` "
+        "`python -m agent_envs.benchmarks.rl_micro_batch` "
         f"(`--env {args.env} --rounds {args.rounds} --sft-episodes {args.sft_episodes} "
         f"--rl-steps {args.rl_steps} --rl-prompts {args.rl_prompts} --num-generations "
         f"{args.num_generations} --micro-batch {args.micro_batch}`) on "
@@ -140,7 +147,7 @@ def main(args: Args) -> str:
         f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB, Python "
         f"{platform.python_version()}. One SFT model (one epoch on {args.sft_episodes} oracle "
         f"episodes), then per round the GiGPO stage from it ({args.rl_steps} steps of "
-        f"{episodes} episodes, LoRA, `benchmarks.train`'s defaults otherwise) once per side in "
+        f"{episodes} episodes, LoRA, `agent_envs.benchmarks.train`'s defaults otherwise) once per side in "
         "fresh processes, the order rotating; median (min to max) over rounds. Peak memory is "
         "the stage process's peak resident set (model loading, generation and the loss "
         "included).",

@@ -1,12 +1,12 @@
 """Load on the env server: many concurrent clients stepping one env, against OpenEnv's server.
 
-``python -m benchmarks.server_load`` starts each server as its own process on loopback
-(``python -m adapters.server``, and ``python -m adapters.server --openenv ENV`` for OpenEnv's
+``python -m agent_envs.benchmarks.server_load`` starts each server as its own process on loopback
+(``python -m agent_envs.adapters.server``, and ``python -m agent_envs.adapters.server --openenv ENV`` for OpenEnv's
 own server serving the same env), then runs ``--clients`` concurrent clients, spread over
 ``--processes`` client processes, each doing ``--steps`` steps (an episode that ends is reset;
 resets are not counted as steps). Each system is driven by its own client:
 
-* **ours (ws)**: `adapters.server.RemoteEnv` (WebSocket transport, the default: a
+* **ours (ws)**: `agent_envs.adapters.server.RemoteEnv` (WebSocket transport, the default: a
   websocket-client connection used on the calling thread), one thread per client;
 * **ours (http)**: `RemoteEnv(transport="http")` (one HTTP request per call), one thread per
   client;
@@ -108,10 +108,10 @@ class LoadResult:
 
 # --------------------------------------------------------------------------- servers
 class ServerProcess:
-    """``python -m adapters.server ARGS`` on 127.0.0.1, a free port; stopped by its pid."""
+    """``python -m agent_envs.adapters.server ARGS`` on 127.0.0.1, a free port; stopped by its pid."""
 
     def __init__(self, *args: str, port: int = 0, timeout: float = 180.0) -> None:
-        command = [sys.executable, "-m", "adapters.server", "--host", "127.0.0.1"]
+        command = [sys.executable, "-m", "agent_envs.adapters.server", "--host", "127.0.0.1"]
         command += ["--port", str(port), *args]
         self.process = subprocess.Popen(
             command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
@@ -164,7 +164,7 @@ def health(url: str) -> dict[str, Any]:
 def _ours_clients(
     url: str, env_id: str, seeds: list[int], steps: int, transport: str, start: Any
 ) -> tuple[list[float], int, float, float]:
-    from adapters.server import RemoteEnv
+    from agent_envs.adapters.server import RemoteEnv
 
     envs = [RemoteEnv(url, env_id, transport=transport) for _ in seeds]
     for env, seed in zip(envs, seeds, strict=True):
@@ -370,7 +370,7 @@ def run_load(
 
 # --------------------------------------------------------------------------- killed clients
 def _doomed_clients(system: str, url: str, env_id: str, count: int, ready: Any) -> None:
-    from adapters.server import RemoteEnv
+    from agent_envs.adapters.server import RemoteEnv
 
     transport = "http" if system == "ours-http" else "ws"
     envs = [RemoteEnv(url, env_id, transport=transport) for _ in range(count)]
@@ -462,7 +462,7 @@ def report(
     lines = [
         "# Env server under load",
         "",
-        f"`python -m benchmarks.server_load --clients {args.clients} --steps {args.steps} "
+        f"`python -m agent_envs.benchmarks.server_load --clients {args.clients} --steps {args.steps} "
         f"--processes {args.processes} --rounds {args.rounds}` on {platform.machine()}, "
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}: `{args.env_id}`, "
         f"{args.clients} concurrent clients × {args.steps} steps on loopback, clients in "

@@ -1,9 +1,9 @@
 """SFT step cost: TRL's ``SFTTrainer`` against ``SharedPrefixSFTTrainer`` on the same batches.
 
-``python -m benchmarks.sft_shared_prefix`` builds both trainers on one dataset of oracle rows
-(``adapters.sft.sft_rows``, prompt-completion, one row per turn) of ``--env-id`` over the
+``python -m agent_envs.benchmarks.sft_shared_prefix`` builds both trainers on one dataset of oracle rows
+(``agent_envs.adapters.sft.sft_rows``, prompt-completion, one row per turn) of ``--env-id`` over the
 embedded SmolLM2-135M-Instruct (or the checkpoint folder ``--model``) with the LoRA and bf16
-settings of ``benchmarks.train``, then times ``compute_loss`` + ``backward`` of the same
+settings of ``agent_envs.benchmarks.train``, then times ``compute_loss`` + ``backward`` of the same
 collated batch under each trainer, in ABBA order per repeat (a new batch each repeat), in CPU
 seconds of this process on ``--threads`` torch threads (the work done, which other processes
 on a shared machine barely change) and in wall seconds (on ``--device cuda``: wall seconds
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks._cli import parse_flags, write_report
+from agent_envs.benchmarks._cli import parse_flags, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "sft_shared_prefix.md"
@@ -38,7 +38,7 @@ class Args:
     env_id: str = "grl/Sokoban-v0"
     """the env whose oracle rows are trained on"""
     episodes: int = 64
-    """oracle episodes (train seeds of ``benchmarks.train``)"""
+    """oracle episodes (train seeds of ``agent_envs.benchmarks.train``)"""
     batch_size: int = 16
     """rows per step"""
     repeats: int = 4
@@ -46,25 +46,24 @@ class Args:
     threads: int = 1
     """torch threads"""
     bf16: bool = True
-    """bfloat16 autocast, as ``benchmarks.train`` trains"""
+    """bfloat16 autocast, as ``agent_envs.benchmarks.train`` trains"""
     model: str = "smollm2"
     """``smollm2`` (the embedded model) or a checkpoint folder (e.g. one of the same shapes
     with random weights: the timings depend on shapes only)"""
     device: str = "cpu"
-    """``cpu``, ``cuda`` or ``auto`` (as ``benchmarks.train --device``)"""
+    """``cpu``, ``cuda`` or ``auto`` (as ``agent_envs.benchmarks.train --device``)"""
     output: str = str(RESULTS)
     """where the Markdown table goes ("" to only print it)"""
 
 
 def _trainers(args: Args, folder: str) -> tuple[Any, Any]:
     import datasets
+    from agent_envs.adapters.engines.transformers import save_smollm2_checkpoint
+    from agent_envs.adapters.trl.sft_trainer import SharedPrefixSFTTrainer
+    from agent_envs.benchmarks import train
+    from agent_envs.benchmarks.leaderboard import resolve_device
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
-
-    from adapters.engines.transformers import save_smollm2_checkpoint
-    from adapters.sft_trainer import SharedPrefixSFTTrainer
-    from benchmarks import train
-    from benchmarks.leaderboard import resolve_device
 
     base = args.model
     if args.model == "smollm2":
@@ -171,7 +170,7 @@ def _report(
     lines = [
         "# SFT step: SFTTrainer vs SharedPrefixSFTTrainer",
         "",
-        f"`python -m benchmarks.sft_shared_prefix` — {args.env_id} oracle rows, batch "
+        f"`python -m agent_envs.benchmarks.sft_shared_prefix` — {args.env_id} oracle rows, batch "
         f"{args.batch_size} ({tokens:.0f} unpadded tokens per batch on average), SmolLM2-135M-"
         f"Instruct{'' if args.model == 'smollm2' else f' shapes (`{args.model}`)'} with LoRA "
         f"r=32 on all linear layers, bf16 autocast {args.bf16}, {args.threads} torch "
@@ -199,7 +198,7 @@ def _report(
 
 
 def _machine(args: Args) -> str:
-    from benchmarks.leaderboard import resolve_device
+    from agent_envs.benchmarks.leaderboard import resolve_device
 
     cpus = f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs"
     if resolve_device(args.device) == "cuda":

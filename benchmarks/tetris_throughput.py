@@ -1,6 +1,6 @@
 """Tetris throughput: our full turn side by side with tetris-gymnasium's ``env.step``.
 
-``python -m benchmarks.tetris_throughput`` measures, on the 10x20 board of ``grl/Tetris-v0``:
+``python -m agent_envs.benchmarks.tetris_throughput`` measures, on the 10x20 board of ``grl/Tetris-v0``:
 
 * one full turn of ours (parse the reply + step + gravity + render the text board + info,
   i.e. ``TextEnv.step``) with one random move per reply, against one ``Tetris.step`` of
@@ -22,18 +22,27 @@ import os
 import platform
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
-
-from benchmarks.throughput import timed
 
 ROOT = Path(__file__).resolve().parent.parent
 PEER_PYTHON = ROOT / "benchmarks/.peers/tetris-gymnasium/bin/python"
 PEER_SCRIPT = ROOT / "benchmarks/peers/tetris_gymnasium_steps.py"
 MOVES = ("Left", "Right", "Down", "RotateCW", "RotateCCW", "Drop")  # the peer's actions 0-5
 TARGET_SPEEDUP = 2.0
+
+
+def timed(function: Callable[[], object], repeat: int) -> list[float]:
+    """Wall seconds of each of ``repeat`` calls of ``function``."""
+    samples = []
+    clock = time.perf_counter
+    for _ in range(repeat):
+        start = clock()
+        function()
+        samples.append(clock() - start)
+    return samples
 
 
 def _summary(samples: Sequence[float], prefix: str) -> dict[str, float]:
@@ -156,7 +165,7 @@ def report(timings: dict) -> str:
     lines = [
         "## Tetris (10x20) vs tetris-gymnasium",
         "",
-        f"Machine: {timings['machine']}. Reproduce: `python -m benchmarks.tetris_throughput`"
+        f"Machine: {timings['machine']}. Reproduce: `python -m agent_envs.benchmarks.tetris_throughput`"
         " (peer venv: `bash benchmarks/peers/setup_tetris_gymnasium.sh`).",
         "",
         "| measure | p50 µs | mean µs | p90 µs |",

@@ -1,11 +1,11 @@
-"""What `adapters.textarena` costs per turn over raw TextArena, side by side in one run.
+"""What `agent_envs.adapters.textarena` costs per turn over raw TextArena, side by side in one run.
 
-``python -m benchmarks.textarena_overhead`` plays the same games, move for move, three ways:
+``python -m agent_envs.benchmarks.textarena_overhead`` plays the same games, move for move, three ways:
 
 * **raw**: ``textarena.make(id)``, ``reset(num_players, seed)``, then for every move of every
   player ``get_observation()`` and ``step(move)``, and ``close()`` at the end: what a
   TextArena user's own loop does;
-* **ours**: ``adapters.textarena.make(id)``, ``reset(seed=...)`` and one
+* **ours**: ``agent_envs.adapters.textarena.make(id)``, ``reset(seed=...)`` and one
   ``step("<answer>move</answer>")`` per move of our player; in two-player games the opponent
   is a callable that plays the same recorded moves, so both sides make the same TextArena
   calls, plus ours: the answer parser, the info dict and state hash, the ASCII pass over the
@@ -37,8 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from benchmarks._cli import parse_flags, write_report
+from agent_envs.benchmarks._cli import parse_flags, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "textarena_overhead.md"
@@ -74,7 +73,7 @@ class Args:
 def record_moves(textarena_id: str, seed: int) -> tuple[int, list[tuple[int, str]]]:
     """One game played by seeded random players through our env: (number of players, the
     moves in order as (player, move)). Every move is one the game accepted."""
-    from adapters.textarena import make
+    from agent_envs.adapters.textarena import make
 
     rng = np.random.default_rng(seed)
     moves: list[tuple[int, str]] = []
@@ -202,7 +201,7 @@ def _range(values: list[float]) -> str:
 
 
 def main(args: Args) -> str:
-    from adapters.textarena import make
+    from agent_envs.adapters.textarena import make
 
     games = [name.strip() for name in args.games.split(",") if name.strip()]
     rows = []
@@ -242,14 +241,14 @@ def main(args: Args) -> str:
     lines = [
         "# TextArena wrapper overhead per turn",
         "",
-        "`python -m benchmarks.textarena_overhead` "
+        "`python -m agent_envs.benchmarks.textarena_overhead` "
         f"(`--episodes {args.episodes} --repeats {args.repeats} --seed {args.seed}`); "
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
         f"Python {platform.python_version()}, TextArena {_version('textarena')}. "
         "Raw TextArena, the contract floor (raw plus, inline, the least DESIGN.md's env "
         "contract asks of a turn: the answer parser, a running state hash, the ten common "
-        "info keys and the kept reply and observation), `adapters.textarena` (defaults) and "
-        "`adapters.textarena` with "
+        "info keys and the kept reply and observation), `agent_envs.adapters.textarena` (defaults) and "
+        "`agent_envs.adapters.textarena` with "
         "`own_random=False` replay the same recorded games move for move, in rotating order "
         "episode by episode; times are CPU time of the process (`time.process_time`). A turn "
         "is one move of our player (raw: the `get_observation()` + `step()` calls of that move "

@@ -1,6 +1,6 @@
 """Throughput of agent-envs, side by side with gym-sokoban where it runs.
 
-``python -m benchmarks.throughput`` (``make bench``) measures, in one run:
+``python -m agent_envs.benchmarks.throughput`` (``make bench``) measures, in one run:
 
 * Sokoban room generation for 6x6/1, 8x8/2 and 10x10/3 at gym-sokoban's search depth (300),
   ours in process and gym-sokoban's through its own venv (``benchmarks/peers``), with the
@@ -9,7 +9,7 @@
   single env; a 1024-env sync vector's env-turns per second (autoresets included);
 * the import time ``import agent_envs`` adds to ``import gymnasium``;
 * Tetris (10x20) turns against ``tetris-gymnasium``'s ``env.step``
-  (``benchmarks.tetris_throughput``).
+  (``agent_envs.benchmarks.tetris_throughput``).
 
 Results print as Markdown and go to ``benchmarks/results/throughput.md`` (and ``.json``).
 """
@@ -23,13 +23,13 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
-from benchmarks._cli import parse_flags, write_report
+from agent_envs.benchmarks._cli import parse_flags, write_report
+from agent_envs.benchmarks.tetris_throughput import timed
 
 ROOT = Path(__file__).resolve().parent.parent
 PEER_PYTHON = ROOT / "benchmarks/.peers/gym-sokoban/bin/python"
@@ -63,16 +63,6 @@ class Args:
 
 def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q))
-
-
-def timed(function: Callable[[], object], repeat: int) -> list[float]:
-    samples = []
-    clock = time.perf_counter
-    for _ in range(repeat):
-        start = clock()
-        function()
-        samples.append(clock() - start)
-    return samples
 
 
 def optimal_lengths(states: Sequence) -> list[int]:
@@ -202,7 +192,7 @@ def env_timings_in_processes(args: Args, processes: int = 3) -> dict:
     over processes (``<key>_range``). Timings on this shared host differ up to 2x from one
     process to the next (which core, what else runs), while staying steady within one."""
     code = (
-        "import json, sys; from benchmarks.throughput import Args, env_timings; "
+        "import json, sys; from agent_envs.benchmarks.throughput import Args, env_timings; "
         "print(json.dumps(env_timings(Args(**json.loads(sys.argv[1])))))"
     )
     settings = json.dumps({
@@ -256,7 +246,7 @@ def report(generation: list[dict], peer_note: str, env: dict, imports: dict) -> 
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}.",
-        "Reproduce: `make bench` (or `python -m benchmarks.throughput`).",
+        "Reproduce: `make bench` (or `python -m agent_envs.benchmarks.throughput`).",
         "",
         "## Sokoban room generation (search depth 300)",
         "",
@@ -301,7 +291,7 @@ def report(generation: list[dict], peer_note: str, env: dict, imports: dict) -> 
 
 
 def main(args: Args) -> str:
-    from benchmarks import tetris_throughput
+    from agent_envs.benchmarks import tetris_throughput
 
     env = env_timings_in_processes(args)
     generation = ours_generation(args)

@@ -1,6 +1,6 @@
 """Train an agent on ``grl/*`` envs on CPU and measure it on the leaderboard.
 
-``python -m benchmarks.train`` runs the whole pipeline, one stage after another, each stage
+``python -m agent_envs.benchmarks.train`` runs the whole pipeline, one stage after another, each stage
 resumable (a finished stage is read back, an interrupted one continues from its last
 checkpoint)::
 
@@ -9,19 +9,19 @@ checkpoint)::
                                  └─►  luffy  ─┘
 
 - **sft**: the env's oracle trajectories on train seeds → TRL ``SFTTrainer`` with LoRA
-  (peft; :class:`adapters.sft_trainer.SharedPrefixSFTTrainer` runs each batch's shared
+  (peft; :class:`agent_envs.adapters.trl.sft_trainer.SharedPrefixSFTTrainer` runs each batch's shared
   system prompt once, same gradients), loss on the oracle's replies only (prompt-completion
   rows: one per turn, the history up to that turn's observation as the prompt). The adapter
   is merged into the base weights and saved as a plain checkpoint folder.
 - **grpo**, **gigpo**, **luffy**: RL from the SFT model with TRL's ``GRPOTrainer`` extended by
-  :class:`adapters.trl_trainer.TokenAdvantageGRPOTrainer`: multi-turn episodes from
-  :func:`adapters.trl.make_rollout_func`, advantages from :mod:`adapters.advantages`
+  :class:`agent_envs.adapters.trl.grpo_trainer.TokenAdvantageGRPOTrainer`: multi-turn episodes from
+  :func:`agent_envs.adapters.trl.make_rollout_func`, advantages from :mod:`agent_envs.adapters.advantages`
   (``grpo``: the episode's group-normalised return on every model token; ``gigpo``: episode
   plus anchor-state step advantages per turn; ``luffy``: GRPO (or ``--luffy-estimator
   gigpo``) over groups with ``luffy_k`` oracle episodes of the same seed, from the start or
   (``--luffy-start recovery``) from where a failed episode of the group stood after its first
   turn, trained with LUFFY's policy shaping), LoRA again, merged.
-- **eval**: one leaderboard run (``benchmarks.leaderboard``) with ``random``, ``oracle``,
+- **eval**: one leaderboard run (``agent_envs.benchmarks.leaderboard``) with ``random``, ``oracle``,
   ``smollm2``, ``smollm2-sft``, ``smollm2-sft-grpo``, ``smollm2-sft-gigpo``,
   ``smollm2-sft-luffy`` on the first ``eval_seeds`` published eval seeds of every env, greedy.
   Train seeds are drawn from ``[TRAIN_SEED_BASE, TRAIN_SEED_BASE + 2**30)`` and checked
@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks._allocator import check_allocator, loaded_allocator, use_allocator
+from agent_envs.adapters.trl.allocator import check_allocator, loaded_allocator, use_allocator
 
 __all__ = [
     "RL_STAGES",
@@ -102,7 +102,7 @@ class Args:
     """where the models train and play (training episodes and eval): ``cuda``, ``cpu``, or
     ``auto`` (``cuda`` when torch sees a GPU)"""
     allocator: str = "auto"
-    """memory allocator of the process (``benchmarks._allocator``): ``tcmalloc`` (the command
+    """memory allocator of the process (``agent_envs.adapters.trl.allocator``): ``tcmalloc`` (the command
     starts again with it preloaded; an error if it is not installed), ``auto`` (tcmalloc when
     installed: GRPO steps on CPU ran 1.41x faster, ``benchmarks/results/cpu_allocator.md``) or
     ``system``"""
@@ -133,7 +133,7 @@ class Args:
     sft_batch_size: int = 8
     """SFT rows per optimizer step"""
     sft_shared_prefix: bool = True
-    """run each batch's shared system prompt once (``adapters.sft_trainer``; same gradients)"""
+    """run each batch's shared system prompt once (``agent_envs.adapters.trl.sft_trainer``; same gradients)"""
     # RL
     rl_steps: int = 30
     """optimizer steps per RL stage"""
@@ -176,10 +176,10 @@ class Args:
     luffy_start: str = "reset"
     """where the luffy stage's oracle episodes start: ``reset`` (LUFFY) or ``recovery`` (the
     state a failed sampled episode of the group was in after its first turn, that turn replayed
-    without loss: ``adapters.trl.AdvantageConfig``'s ``oracle_start``)"""
+    without loss: ``agent_envs.adapters.trl.AdvantageConfig``'s ``oracle_start``)"""
     generation_dtype: str = "auto"
     """dtype of a model copy that generates the training episodes (``bfloat16``, ``float16``
-    ...; LoRA merged, made again after each optimizer step: ``adapters.trl.GenerationCopy``;
+    ...; LoRA merged, made again after each optimizer step: ``agent_envs.adapters.trl.GenerationCopy``;
     GRPO steps on CPU ran 1.23x faster, ``benchmarks/results/generation_copy.md``), ``model``
     (generate on the trained model itself) or ``auto`` (``bfloat16`` on CPU, ``model`` on a
     GPU)"""
@@ -205,7 +205,7 @@ class Args:
 def train_seeds(env_id: str, count: int, *, stream: int = 0) -> list[int]:
     """``count`` train seeds of ``env_id`` (stream 0: SFT; 1+: RL), disjoint from the
     leaderboard's published eval seeds (checked against the first 10,000 of them)."""
-    from benchmarks.leaderboard import eval_seeds
+    from agent_envs.benchmarks.leaderboard import eval_seeds
 
     rng = random.Random(f"{env_id}#train#{stream}")
     forbidden = set(eval_seeds(env_id, 10_000))
@@ -306,7 +306,7 @@ def base_model_dir(args: Args) -> Path:
     """A plain checkpoint folder of the base model (the embedded SmolLM2 is converted once)."""
     if args.model != "smollm2":
         return Path(args.model)
-    from adapters.engines.transformers import save_smollm2_checkpoint
+    from agent_envs.adapters.engines.transformers import save_smollm2_checkpoint
 
     folder = args.out / "base"
     if not (folder / "config.json").exists():
@@ -360,8 +360,7 @@ def _last_checkpoint(folder: Path) -> str | None:
 def device_name(args: Args) -> str:
     """What a stage ran on, for its record: ``cuda (NVIDIA H100 ...)`` or ``cpu (N threads)``."""
     import torch
-
-    from benchmarks.leaderboard import resolve_device
+    from agent_envs.benchmarks.leaderboard import resolve_device
 
     if resolve_device(args.device) == "cuda":
         return f"cuda ({torch.cuda.get_device_name()})"
@@ -371,14 +370,14 @@ def device_name(args: Args) -> str:
 def generation_dtype(args: Args) -> str | None:
     """The dtype of the copy that generates RL episodes (``--generation-dtype``), ``None`` to
     generate on the trained model; a ``SystemExit`` naming the flag for a bad value."""
-    from benchmarks.leaderboard import resolve_device
+    from agent_envs.benchmarks.leaderboard import resolve_device
 
     choice = args.generation_dtype
     if choice == "auto":
         choice = "bfloat16" if resolve_device(args.device) == "cpu" else "model"
     if choice == "model":
         return None
-    from adapters.trl import GenerationCopy
+    from agent_envs.adapters.trl import GenerationCopy
 
     try:
         GenerationCopy(choice)
@@ -388,7 +387,7 @@ def generation_dtype(args: Args) -> str | None:
 
 
 def _common_config(args: Args, stage: Stage) -> dict[str, Any]:
-    from benchmarks.leaderboard import resolve_device
+    from agent_envs.benchmarks.leaderboard import resolve_device
 
     return dict(
         output_dir=str(stage.dir / "checkpoints"),
@@ -415,7 +414,7 @@ def _write_log(stage: Stage, history: list[dict[str, Any]]) -> None:
 def oracle_sft_rows(env_id: str, episodes: int) -> tuple[list[dict[str, Any]], float]:
     """``(rows, oracle success rate)``: prompt-completion SFT rows (one per turn) of the
     oracle's episodes on the first ``episodes`` SFT train seeds of ``env_id``."""
-    from adapters.sft import collect_oracle_trajectories, sft_rows
+    from agent_envs.adapters.sft import collect_oracle_trajectories, sft_rows
 
     trajectories = collect_oracle_trajectories(env_id, train_seeds(env_id, episodes))
     rows = [
@@ -428,9 +427,8 @@ def oracle_sft_rows(env_id: str, episodes: int) -> tuple[list[dict[str, Any]], f
 def run_sft(args: Args, stage: Stage) -> None:
     """Oracle trajectories of every env → SFTTrainer (completion-only loss) → merged model."""
     import datasets
+    from agent_envs.adapters.trl.sft_trainer import SharedPrefixSFTTrainer
     from trl import SFTConfig, SFTTrainer
-
-    from adapters.sft_trainer import SharedPrefixSFTTrainer
 
     checkpoint = _last_checkpoint(stage.dir / "checkpoints")
     clock = StageClock(checkpoint)
@@ -477,7 +475,7 @@ def run_sft(args: Args, stage: Stage) -> None:
 
 def _multi_env_rollout_func(args: Args, estimator: str) -> Any:
     """One rollout_func over several ids: each prompt's key names its env."""
-    from adapters.trl import GenerationCopy, _parse_key, make_rollout_func
+    from agent_envs.adapters.trl import GenerationCopy, make_rollout_func, parse_episode_key
 
     dtype = generation_dtype(args)
     generation_copy = GenerationCopy(dtype) if dtype else None  # one copy for every env
@@ -496,7 +494,7 @@ def _multi_env_rollout_func(args: Args, estimator: str) -> Any:
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
         by_env: dict[str, list[int]] = {}
         for index, prompt in enumerate(prompts):
-            by_env.setdefault(_parse_key(prompt)[0], []).append(index)
+            by_env.setdefault(parse_episode_key(prompt)[0], []).append(index)
         output: dict[str, list[Any]] = {}
         order: list[int] = []
         for env_id, indices in by_env.items():
@@ -516,8 +514,7 @@ def _multi_env_rollout_func(args: Args, estimator: str) -> Any:
 def _rl_dataset(args: Args) -> Any:
     """``rl_steps * rl_prompts`` episode keys, envs interleaved so every step sees each env."""
     import datasets
-
-    from adapters.trl import episode_key
+    from agent_envs.adapters.trl import episode_key
 
     needed = args.rl_steps * args.rl_prompts
     per_env = -(-needed // len(args.envs))
@@ -544,8 +541,8 @@ def rl_batch(args: Args) -> tuple[int, int]:
 
 
 def advantage_config(args: Args, stage: str) -> Any:
-    """The RL stage's :class:`adapters.trl.AdvantageConfig`; the luffy flags checked."""
-    from adapters.trl import ORACLE_STARTS, AdvantageConfig
+    """The RL stage's :class:`agent_envs.adapters.trl.AdvantageConfig`; the luffy flags checked."""
+    from agent_envs.adapters.trl import ORACLE_STARTS, AdvantageConfig
 
     if args.luffy_estimator not in ("grpo", "gigpo"):
         raise SystemExit(f"--luffy-estimator: grpo or gigpo, got {args.luffy_estimator!r}")
@@ -571,10 +568,9 @@ def kl_beta(args: Args) -> float:
 
 def run_rl(args: Args, stage: Stage, sft: Stage) -> None:
     """RL from the SFT model with one estimator (the stage's name)."""
+    from agent_envs.adapters.trl import episode_return_reward, success_reward
+    from agent_envs.adapters.trl.grpo_trainer import TokenAdvantageGRPOTrainer
     from trl import GRPOConfig
-
-    from adapters.trl import episode_return_reward, success_reward
-    from adapters.trl_trainer import TokenAdvantageGRPOTrainer
 
     episodes, micro = rl_batch(args)
     checkpoint = _last_checkpoint(stage.dir / "checkpoints")
@@ -616,7 +612,7 @@ def run_rl(args: Args, stage: Stage, sft: Stage) -> None:
 def run_eval(args: Args) -> dict[str, Any]:
     """The leaderboard run of every trained stage next to random, oracle and (unless
     ``--no-eval-zero-shot``) the zero-shot base model."""
-    from benchmarks import leaderboard
+    from agent_envs.benchmarks import leaderboard
 
     names = agent_names(args)
     agents = ["random", "oracle"]
@@ -691,7 +687,7 @@ def write_report(args: Args) -> Path:
     lines = [
         "# Training run",
         "",
-        f"Written by `python -m benchmarks.train` (run folder `{args.out}`); eval: the "
+        f"Written by `python -m agent_envs.benchmarks.train` (run folder `{args.out}`); eval: the "
         f"leaderboard run in `{args.eval_out}` ({args.eval_seeds} published eval seeds per env, "
         "greedy). Wall and CPU minutes are those of the device each stage names (CPU minutes "
         "count every thread of the training process).",
@@ -809,7 +805,7 @@ def main(args: Args) -> None:
 
 def parse_args(argv: Sequence[str] | None = None) -> Args:
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.train", description=__doc__.split("\n\n")[0]
+        prog="python -m agent_envs.benchmarks.train", description=__doc__.split("\n\n")[0]
     )
     for item in dataclasses.fields(Args):
         flag = "--" + item.name.replace("_", "-")

@@ -1,10 +1,10 @@
 """Multi-turn RL of an agent on a ``grl/*`` env with Tunix (JAX): Tunix keeps the model, the
 GRPO loss and the optimizer step; our rollout collector plays the episodes.
 
-``python -m benchmarks.train_tunix`` runs, for each of ``--steps`` steps::
+``python -m agent_envs.benchmarks.train_tunix`` runs, for each of ``--steps`` steps::
 
     rollout   ``groups`` x ``group_size`` episodes (a group shares its seed), turn by turn,
-              through the cluster's rollout on token ids (:class:`adapters.tunix.TunixEngine`)
+              through the cluster's rollout on token ids (:class:`agent_envs.adapters.tunix.TunixEngine`)
     batch     the records as one Tunix ``TrainExample`` (env mask = completion mask)
     advantages  GRPO / Dr. GRPO / RLOO per episode, or GiGPO per turn (per-token advantages)
     update    one Tunix optimizer step (``RLCluster.update_actor``), rollout weights synced
@@ -183,7 +183,7 @@ def load_tokenizer(args: Args) -> Any:
 
 
 def load_model(args: Args, vocab_size: int, mesh: Any) -> Any:
-    from adapters.tunix import tiny_qwen2
+    from agent_envs.adapters.tunix import tiny_qwen2
 
     if args.model == "tiny":
         return tiny_qwen2(
@@ -213,8 +213,7 @@ def make_mesh(args: Args) -> Any:
     """``fsdp x tp`` devices with Auto axes (``jax.make_mesh`` makes Explicit ones, which
     Tunix's models reject)."""
     import jax
-
-    from adapters.tunix import single_device_mesh
+    from agent_envs.adapters.tunix import single_device_mesh
 
     size = args.fsdp * args.tp
     if size == 1:
@@ -228,7 +227,7 @@ def make_mesh(args: Args) -> Any:
 
 def advantages_of(args: Args, records: list[Any]) -> list[Any] | np.ndarray:
     """Per-episode advantages, or GiGPO's per-turn values laid out per token."""
-    from adapters import advantages as estimators
+    from agent_envs.adapters import advantages as estimators
 
     if args.estimator != "gigpo":
         return estimators.episode_advantages(records, estimator=args.estimator)
@@ -254,12 +253,12 @@ def main(args: Args) -> list[dict[str, Any]]:
     """Train, validate and log; returns the log records."""
     _check(args)
     import gymnasium
+    from agent_envs.adapters import advantages as estimators
+    from agent_envs.adapters import tunix as glue
+    from agent_envs.adapters.engines.scripted import oracle_engine
+    from agent_envs.adapters.loop.collector import RolloutCollector, collect_episodes
 
     import agent_envs  # noqa: F401  (registers the grl/* ids)
-    from adapters import advantages as estimators
-    from adapters import tunix as glue
-    from adapters.engines.scripted import oracle_engine
-    from adapters.rollout import RolloutCollector, collect_episodes
 
     args.out.mkdir(parents=True, exist_ok=True)
     settings = {key: str(value) for key, value in dataclasses.asdict(args).items()}
@@ -373,7 +372,7 @@ def main(args: Args) -> list[dict[str, Any]]:
 
 def parse_args(argv: Sequence[str] | None = None) -> Args:
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.train_tunix", description=__doc__.split("\n\n")[0]
+        prog="python -m agent_envs.benchmarks.train_tunix", description=__doc__.split("\n\n")[0]
     )
     for item in dataclasses.fields(Args):
         flag = "--" + item.name.replace("_", "-")

@@ -1,17 +1,17 @@
 """What the Tunix glue costs on CPU: records → Tunix ``TrainExample`` per episode, and one
 Tunix update step.
 
-``python -m benchmarks.tunix_bench`` (in an environment with the ``[tunix]`` extra) measures
+``python -m agent_envs.benchmarks.tunix_bench`` (in an environment with the ``[tunix]`` extra) measures
 
 * **batch**: multi-turn ``--env-id`` episodes (the env's random baseline as a scripted engine
-  returning token ids, on the env-text BPE tokenizer of ``benchmarks.train_tunix``; sampling
+  returning token ids, on the env-text BPE tokenizer of ``agent_envs.benchmarks.train_tunix``; sampling
   log-probs filled in so the old-log-prob path runs) turned into one ``TrainExample`` by
-  :func:`adapters.tunix.build_train_example`, with GRPO advantages (one per episode) or GiGPO
+  :func:`agent_envs.adapters.tunix.build_train_example`, with GRPO advantages (one per episode) or GiGPO
   advantages laid out per token; milliseconds per episode at several batch sizes, median and
   range over ``--repeats`` (the batch's arrays are ready on the device when the clock stops).
   Goal: ≤ 1 ms per episode.
 * **update**: one ``RLCluster.update_actor`` step of Tunix's GRPO loss (AdamW) on a batch of
-  ``groups x group_size`` real rollouts of a random tiny Qwen2 (:class:`adapters.tunix.
+  ``groups x group_size`` real rollouts of a random tiny Qwen2 (:class:`agent_envs.adapters.tunix.
   TunixEngine`), first call (JIT compilation included) and the median of ``--repeats`` later
   calls on the same shapes, wall and CPU seconds; the rollout of that batch for comparison.
 
@@ -82,11 +82,10 @@ def _fmt(values: Sequence[float], scale: float = 1.0, digits: int = 3) -> str:
 
 def batch_rows(args: Args, tokenizer: Any) -> list[str]:
     import jax
-
-    from adapters import advantages as estimators
-    from adapters.engines.scripted import random_engine
-    from adapters.rollout import collect_episodes
-    from adapters.tunix import build_train_example
+    from agent_envs.adapters import advantages as estimators
+    from agent_envs.adapters.engines.scripted import random_engine
+    from agent_envs.adapters.loop.collector import collect_episodes
+    from agent_envs.adapters.tunix import build_train_example
 
     largest = max(args.batch_sizes)
     records = collect_episodes(
@@ -127,12 +126,12 @@ def batch_rows(args: Args, tokenizer: Any) -> list[str]:
 def update_rows(args: Args, tokenizer: Any) -> list[str]:
     import gymnasium
     import jax
+    from agent_envs.adapters import advantages as estimators
+    from agent_envs.adapters import tunix as glue
+    from agent_envs.adapters.loop.collector import RolloutCollector
     from flax import nnx
 
     import agent_envs  # noqa: F401
-    from adapters import advantages as estimators
-    from adapters import tunix as glue
-    from adapters.rollout import RolloutCollector
 
     rows = []
     for spec in args.models:
@@ -183,8 +182,7 @@ def main(args: Args) -> str:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import jax
     import tunix  # noqa: F401  (fails early without the [tunix] extra)
-
-    from benchmarks.train_tunix import env_tokenizer
+    from agent_envs.benchmarks.train_tunix import env_tokenizer
 
     load = os.getloadavg()[0]
     tokenizer = env_tokenizer(args.env_id)
@@ -194,7 +192,7 @@ def main(args: Args) -> str:
     lines = [
         "# Tunix glue: records → TrainExample, and one CPU update",
         "",
-        f"`python -m benchmarks.tunix_bench` on {platform.machine()}, {os.cpu_count()} CPUs, "
+        f"`python -m agent_envs.benchmarks.tunix_bench` on {platform.machine()}, {os.cpu_count()} CPUs, "
         f"Python {platform.python_version()}, {versions}, JAX backend "
         f"`{jax.default_backend()}`; `{args.env_id}`, tokenizer: BPE trained on the env's text "
         f"({len(tokenizer)} tokens). Load average {load:.1f} when it started (a shared "
@@ -202,7 +200,7 @@ def main(args: Args) -> str:
         "",
         "## Records → `TrainExample` (goal ≤ 1 ms per episode)",
         "",
-        "`adapters.advantages` + `adapters.tunix.build_train_example` (padding to multiples of "
+        "`agent_envs.adapters.advantages` + `agent_envs.adapters.tunix.build_train_example` (padding to multiples of "
         "64, arrays on the device); random-baseline episodes of up to "
         f"{args.batch_turns} turns in groups of {args.group_size}; milliseconds per episode, "
         f"median (range) of {args.repeats} runs.",
@@ -213,7 +211,7 @@ def main(args: Args) -> str:
         "",
         "## One Tunix update on CPU",
         "",
-        "`RLCluster.update_actor` with Tunix's GRPO loss and AdamW (`adapters.tunix.update`, "
+        "`RLCluster.update_actor` with Tunix's GRPO loss and AdamW (`agent_envs.adapters.tunix.update`, "
         f"rollout weights synced) on {args.groups} groups x {args.group_size} Sokoban episodes "
         f"of {args.update_turns} turns (≤ {args.max_new_tokens} new tokens per turn) sampled by "
         "a random tiny Qwen2 through `TunixEngine`; batch = rows x (prompt + completion "
@@ -242,7 +240,7 @@ def _version(name: str) -> str:
 
 def parse_args(argv: Sequence[str] | None = None) -> Args:
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.tunix_bench", description=__doc__.split("\n\n")[0]
+        prog="python -m agent_envs.benchmarks.tunix_bench", description=__doc__.split("\n\n")[0]
     )
     for item in dataclasses.fields(Args):
         flag = "--" + item.name.replace("_", "-")

@@ -1,6 +1,6 @@
 """What the vector layer costs per env-step, next to a bare ``env.step`` loop and Gymnasium.
 
-``python -m benchmarks.vector_overhead`` measures, in one process and interleaved round by
+``python -m agent_envs.benchmarks.vector_overhead`` measures, in one process and interleaved round by
 round, the CPU time of this process (``time.process_time``: time spent waiting for a shared
 CPU does not count; the machine is shared and noisy):
 
@@ -43,8 +43,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-
-from benchmarks._cli import parse_flags, write_report
+from agent_envs.benchmarks._cli import parse_flags, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "vector_overhead.md"
@@ -262,7 +261,7 @@ def measure_memory(args: Args) -> dict[str, float]:
 
 
 def _baseline(args: Args) -> dict[str, Any]:
-    command = [sys.executable, "-m", "benchmarks.vector_overhead", "--json", "true"]
+    command = [sys.executable, "-m", "agent_envs.benchmarks.vector_overhead", "--json", "true"]
     for name in ("env_id", "num_envs", "steps", "rounds", "seed"):
         command += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
     source = Path(args.baseline_src).resolve()
@@ -346,7 +345,7 @@ def to_markdown(args: Args, result: dict[str, Any], before: dict[str, Any] | Non
     lines = [
         "# Vector layer overhead",
         "",
-        "`python -m benchmarks.vector_overhead"
+        "`python -m agent_envs.benchmarks.vector_overhead"
         + (f" --baseline-src {args.baseline_src}" if before is not None else "")
         + (f" --baseline-label '{args.baseline_label}'" if args.baseline_label else "")
         + f"` on {platform.machine()}, {os.cpu_count()} CPUs, Python "

@@ -1,19 +1,19 @@
 """Per-turn cost of producing and encoding the image observation of the ``grl/*-vision-v0`` ids.
 
-``python -m benchmarks.vision_obs`` plays the random baseline on each vision id and times,
+``python -m agent_envs.benchmarks.vision_obs`` plays the random baseline on each vision id and times,
 for every turn and side by side (the stages of one turn run back to back, so machine noise
 hits them alike):
 
 * **text step**: the text env's ``step`` (what a text id costs; the baseline),
-* **draw**: the frame of the new state drawn to an ``(H, W, 3)`` array (`renderers.raster`),
+* **draw**: the frame of the new state drawn to an ``(H, W, 3)`` array (`agent_envs.renderers.raster`),
 * **PNG URL**: the array encoded as the PNG data URL the collector puts in the user message,
 * **decode**: the data URL read back into an array (the engine's side, first sight),
 * **image processor**: Qwen2-VL's image processor (PIL backend, its default pixel bounds)
   turning the array into ``pixel_values``; **image tokens** is the placeholder count it
   implies (``prod(grid) / merge_size**2``),
 * **delta**: the collector's token delta for the new observation, text only
-  (`adapters.rollout.ChatDelta`) and with the image expanded
-  (`adapters.engines.transformers_vlm.VisionChatDelta`, which runs the processor), on the
+  (`agent_envs.adapters.loop.collector.ChatDelta`) and with the image expanded
+  (`agent_envs.adapters.engines.transformers_vlm.VisionChatDelta`, which runs the processor), on the
   tests' tiny tokenizer with Qwen2-VL's vision tokens.
 
 Medians over ``--turns`` turns per id, with the 10th-90th percentile range. Results go to
@@ -74,14 +74,14 @@ def _timed(samples: dict[str, list[float]], name: str, call: Any, *args: Any, **
 
 def measure_id(env_id: str, args: Args, processor: Any) -> dict[str, Any]:
     import gymnasium
+    from agent_envs.adapters.engines.transformers_vlm import VisionChatDelta
+    from agent_envs.adapters.loop.chat import ChatDelta
+    from agent_envs.renderers.raster import draw
+    from agent_envs.renderers.replay import png_data_url
 
     import agent_envs  # noqa: F401
-    from adapters.engines.transformers_vlm import VisionChatDelta
-    from adapters.rollout import ChatDelta
     from agent_envs.core.policies import format_answer
     from agent_envs.core.vision import VisionEnv
-    from renderers.raster import draw
-    from renderers.replay import png_data_url
 
     env = VisionEnv(**gymnasium.spec(env_id).kwargs)
     text_env = env.unwrapped
@@ -132,7 +132,7 @@ def report(rows: list[dict[str, Any]], args: Args) -> str:
     lines = [
         "# Vision observations: per-turn cost of producing and encoding the image",
         "",
-        f"`python -m benchmarks.vision_obs` on {platform.machine()}, {os.cpu_count()} CPUs, "
+        f"`python -m agent_envs.benchmarks.vision_obs` on {platform.machine()}, {os.cpu_count()} CPUs, "
         f"Python {platform.python_version()}: random baseline, {args.turns} turns per id; "
         "median µs per turn (10th-90th percentile). Image processor: Qwen2-VL's (PIL "
         "backend) with its default pixel bounds.",

@@ -1,6 +1,6 @@
 """WebShop benchmark: search quality and speed, env step cost, index build, oracle, random.
 
-Writes ``benchmarks/results/webshop.md``. Run ``python -m benchmarks.webshop_bench`` (add
+Writes ``benchmarks/results/webshop.md``. Run ``python -m agent_envs.benchmarks.webshop_bench`` (add
 ``--data-path DIR`` for WebShop's data; the 1k-set rows are skipped without it). Every
 catalog build runs in a fresh process with an empty cache so its time and peak memory are
 its own.
@@ -274,7 +274,7 @@ def main(args: Args) -> str:
     lines = [
         "# WebShop benchmark",
         "",
-        "Written by `python -m benchmarks.webshop_bench`. Machine: "
+        "Written by `python -m agent_envs.benchmarks.webshop_bench`. Machine: "
         f"{platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPUs.",
         "Search: bm25s (Lucene scoring, k1 0.9, b 0.4, Lucene English stop words, Porter "
         "stemming) over WebShop's indexed text (title, description, first bullet, options).",

@@ -1,10 +1,10 @@
 """Presentation only: turns frame descriptions into pictures.
 
-Envs describe their state as a frame (`renderers.frames`: a glyph grid with a legend and
-caption, or a text card); backends draw it: `renderers.ansi` (terminal colour),
-`renderers.raster` (an RGB array, Pillow), `renderers.pygame_backend` (a window). On top of
-them: `renderers.gif` (animated GIF / MP4 of an episode), `renderers.replay` (a
-self-contained HTML replay, also ``python -m renderers.replay``) and `renderers.image_obs`
+Envs describe their state as a frame (`agent_envs.renderers.frames`: a glyph grid with a legend and
+caption, or a text card); backends draw it: `agent_envs.renderers.ansi` (terminal colour),
+`agent_envs.renderers.raster` (an RGB array, Pillow), `agent_envs.renderers.pygame_backend` (a window). On top of
+them: `agent_envs.renderers.gif` (animated GIF / MP4 of an episode), `agent_envs.renderers.replay` (a
+self-contained HTML replay, also ``python -m agent_envs.renderers.replay``) and `agent_envs.renderers.image_obs`
 (image observations and multimodal chat messages for vision-language models).
 
 Renderers know no env (this package never imports ``agent_envs``). An env supports every
@@ -17,7 +17,7 @@ render mode with a :class:`FrameRenderer`::
             return super().render()  # the observation text, as the model reads it
         return self._renderer.render(self.frame(), self.render_mode)
 
-(``FrameRenderer`` itself draws ``"ansi"`` as the coloured `renderers.ansi.to_ansi` text.)
+(``FrameRenderer`` itself draws ``"ansi"`` as the coloured `agent_envs.renderers.ansi.to_ansi` text.)
 
 Pillow (``rgb_array``) and pygame (``human``) are imported when first used; a missing one
 raises ``gymnasium.error.DependencyNotInstalled`` naming ``agent-envs[render]``.
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from renderers.frames import (
+from agent_envs.renderers.frames import (
     TILE_KINDS,
     Frame,
     Grid,
@@ -59,7 +59,7 @@ class FrameRenderer:
     """Draws frames for one env in its render mode; holds the ``human`` window, if any.
 
     ``render(frame, "ansi")`` → colour terminal text; ``"rgb_array"`` → ``(H, W, 3)`` uint8
-    array (size: `renderers.raster.frame_size`); ``"human"`` → shows it in a window paced to
+    array (size: `agent_envs.renderers.raster.frame_size`); ``"human"`` → shows it in a window paced to
     ``fps`` and returns ``None``; ``None`` → ``None``. Pickles and deep-copies without its
     window."""
 
@@ -72,16 +72,16 @@ class FrameRenderer:
         if mode is None:
             return None
         if mode == "ansi":
-            from renderers.ansi import to_ansi
+            from agent_envs.renderers.ansi import to_ansi
 
             return to_ansi(frame)
         if mode == "rgb_array":
-            from renderers.raster import draw
+            from agent_envs.renderers.raster import draw
 
             return draw(frame)
         if mode == "human":
-            from renderers.pygame_backend import HumanWindow
-            from renderers.raster import draw
+            from agent_envs.renderers.pygame_backend import HumanWindow
+            from agent_envs.renderers.raster import draw
 
             if self._window is None:
                 self._window = HumanWindow(self.caption, self.fps)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import textwrap
 
-from renderers.frames import Frame, GridFrame, TextFrame, Tile
+from agent_envs.renderers.frames import Frame, GridFrame, TextFrame, Tile
 
 __all__ = ["to_ansi"]
 

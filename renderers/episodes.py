@@ -19,8 +19,8 @@ The exporters take plain dicts, not a record class, so they work with any trajec
       "final_frame": ...,            # optional
     }
 
-A **frame** is a frame description (a `renderers.frames` object or its
-:func:`~renderers.frames.frame_to_dict` dict), an ``(H, W, 3)`` uint8 array (or nested list),
+A **frame** is a frame description (a `agent_envs.renderers.frames` object or its
+:func:`~agent_envs.renderers.frames.frame_to_dict` dict), an ``(H, W, 3)`` uint8 array (or nested list),
 or a PNG as a ``data:image/png;base64,...`` URL. Steps without a frame are drawn as a text
 card of their observation.
 
@@ -28,7 +28,7 @@ This is also the JSON shape of a trajectory record (``steps`` with ``observation
 ``reply``, ``parsed_actions``, ``reward``, ``info``; ``final_observation``; extra keys such
 as token ids are ignored).
 
-**Leaderboard episodes** (``runs/leaderboard/episodes.jsonl``, `benchmarks.leaderboard`'s
+**Leaderboard episodes** (``runs/leaderboard/episodes.jsonl``, `agent_envs.benchmarks.leaderboard`'s
 ``Episode``: ``first_observation``, ``replies``, ``last_observation``, ``episode_return``,
 ...) are read too: the first turn shows ``first_observation``, later turns show only the
 reply (their observations are not recorded), and ``last_observation`` is the final state.
@@ -49,9 +49,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from renderers._optional import require
-from renderers.frames import GridFrame, TextFrame, frame_from_dict, frame_to_dict
+from agent_envs.renderers._optional import require
+from agent_envs.renderers.frames import GridFrame, TextFrame, frame_from_dict, frame_to_dict
 
 __all__ = ["Episode", "Turn", "episode_from_dict", "load_episodes", "record_episode"]
 

@@ -4,7 +4,7 @@
 observation) with a panel under it holding the turn number, the reward, the parsed actions
 and the model's reply; a final state with no reply gets one more picture. All pictures of
 an episode are padded to one size. The writers accept an episode (any shape in
-`renderers.episodes`) or a plain list of ``(H, W, 3)`` uint8 frames, e.g. what Gymnasium's
+`agent_envs.renderers.episodes`) or a plain list of ``(H, W, 3)`` uint8 frames, e.g. what Gymnasium's
 ``RecordVideo`` collects from ``render_mode="rgb_array"``.
 """
 
@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from renderers._optional import require
-from renderers.episodes import Episode, Turn, episode_from_dict
-from renderers.frames import GridFrame, TextFrame
-from renderers.raster import BACKGROUND, PANEL, draw, text_panel
+from agent_envs.renderers._optional import require
+from agent_envs.renderers.episodes import Episode, Turn, episode_from_dict
+from agent_envs.renderers.frames import GridFrame, TextFrame
+from agent_envs.renderers.raster import BACKGROUND, PANEL, draw, text_panel
 
 __all__ = ["REPLY_PANEL_HEIGHT", "turn_image", "turn_images", "write_gif", "write_mp4"]
 

@@ -12,7 +12,7 @@ the text and the picture, in the OpenAI multimodal format::
 
 or, with ``style="transformers"``, ``{"type": "image", "url": "data:image/png;base64,..."}``
 parts as Hugging Face chat templates (processors' ``apply_chat_template``) read them. The
-image's size is fixed per env configuration (see `renderers.raster`); the observation
+image's size is fixed per env configuration (see `agent_envs.renderers.raster`); the observation
 space's ``image`` box is measured from a copy of the env reset with seed 0.
 """
 
@@ -23,9 +23,8 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-
-from renderers.raster import draw, frame_size
-from renderers.replay import png_data_url
+from agent_envs.renderers.raster import draw, frame_size
+from agent_envs.renderers.replay import png_data_url
 
 __all__ = ["ImageObservation", "image_message"]
 

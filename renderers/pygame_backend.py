@@ -12,9 +12,8 @@ import os
 from typing import Any
 
 import numpy as np
+from agent_envs.renderers._optional import require
 from gymnasium import logger
-
-from renderers._optional import require
 
 __all__ = ["HumanWindow"]
 

@@ -25,9 +25,8 @@ from functools import cache
 from typing import Any
 
 import numpy as np
-
-from renderers._optional import require
-from renderers.frames import Frame, Grid, GridFrame, TextFrame, Tile
+from agent_envs.renderers._optional import require
+from agent_envs.renderers.frames import Frame, Grid, GridFrame, TextFrame, Tile
 
 __all__ = ["TEXT_CARD_SIZE", "draw", "frame_size", "text_panel", "to_image"]
 

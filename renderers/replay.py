@@ -6,10 +6,10 @@ per turn (observation, reply, parsed actions, reward, and the frame as an inline
 through the turns (buttons, slider, arrow keys, play); without script every turn is shown.
 No network assets: styles, script and images are all inside the file.
 
-Command line (inputs in any shape of `renderers.episodes`)::
+Command line (inputs in any shape of `agent_envs.renderers.episodes`)::
 
-    python -m renderers.replay runs/leaderboard/episodes.jsonl -o replay.html
-    python -m renderers.replay episodes.jsonl -o replay.html --limit 20 --env grl/Sokoban-v0
+    python -m agent_envs.renderers.replay runs/leaderboard/episodes.jsonl -o replay.html
+    python -m agent_envs.renderers.replay episodes.jsonl -o replay.html --limit 20 --env grl/Sokoban-v0
 """
 
 from __future__ import annotations
@@ -23,11 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from renderers._optional import require
-from renderers.episodes import Episode, Turn, episode_from_dict, load_episodes
-from renderers.frames import GridFrame, TextFrame
-from renderers.raster import draw
+from agent_envs.renderers._optional import require
+from agent_envs.renderers.episodes import Episode, Turn, episode_from_dict, load_episodes
+from agent_envs.renderers.frames import GridFrame, TextFrame
+from agent_envs.renderers.raster import draw
 
 __all__ = ["main", "png_data_url", "replay_html", "write_replay"]
 
@@ -156,7 +155,7 @@ def _episode_html(episode: Episode) -> str:
 def replay_html(
     episodes: Sequence[Episode | dict[str, Any]], *, title: str = "agent-envs replay"
 ) -> str:
-    """A self-contained HTML page replaying ``episodes`` (any shape of `renderers.episodes`)."""
+    """A self-contained HTML page replaying ``episodes`` (any shape of `agent_envs.renderers.episodes`)."""
     normalised = [e if isinstance(e, Episode) else episode_from_dict(e) for e in episodes]
     body = "".join(_episode_html(episode) for episode in normalised)
     return (
@@ -181,7 +180,7 @@ def write_replay(
 
 def main(argv: Sequence[str] | None = None) -> Path:
     parser = argparse.ArgumentParser(
-        prog="python -m renderers.replay",
+        prog="python -m agent_envs.renderers.replay",
         description="Write a self-contained HTML replay of trajectories (JSONL or JSON).",
     )
     parser.add_argument("inputs", nargs="+", type=Path, help="episode files (.jsonl or .json)")

@@ -1,6 +1,6 @@
 """Every registered id reads ~1 MB hostile replies in linear time and never raises.
 
-The replies are the families of `benchmarks.parse_worst_case` (repeated openers, pairs and
+The replies are the families of `agent_envs.benchmarks.parse_worst_case` (repeated openers, pairs and
 closes, unclosed ``<think>``, Markdown fences, a fence followed by a million spaces,
 ``||`` runs, whitespace, thousands of actions, half and spaced tags, full-width and
 NFKC-expanding look-alikes, NUL bytes, ``EXECUTE:`` runs, ``search[``/``click[`` runs and
@@ -23,10 +23,10 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from agent_envs.benchmarks.parse_worst_case import FAMILIES, ORACLE_AT_END, SIZE
 
 import agent_envs  # noqa: F401  (registers the ids)
 from agent_envs.core.spaces import MAX_REPLY_LENGTH
-from benchmarks.parse_worst_case import FAMILIES, ORACLE_AT_END, SIZE
 
 ROOT = Path(__file__).resolve().parents[1]
 GRL_IDS = sorted(env_id for env_id in gym.registry if env_id.startswith("grl/"))
@@ -45,7 +45,7 @@ UNREADABLE = (
 def _probe(env_id: str) -> tuple[list[dict], str | None]:
     """The child's records, and the family it stalled on (``None`` if it finished)."""
     child = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.parse_worst_case", "--probe", env_id],
+        [sys.executable, "-m", "agent_envs.benchmarks.parse_worst_case", "--probe", env_id],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -4,8 +4,8 @@
 this package needs neither torch nor a network client.
 """
 
-from adapters.engines.base import Engine, Generation, GenerationRequest, SamplingConfig
-from adapters.engines.scripted import PolicyEngine, oracle_engine, random_engine
+from agent_envs.adapters.engines.scripted import PolicyEngine, oracle_engine, random_engine
+from agent_envs.adapters.loop.engine import Engine, Generation, GenerationRequest, SamplingConfig
 
 __all__ = [
     "Engine",

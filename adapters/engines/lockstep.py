@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from adapters.engines.base import Engine, Generation, GenerationRequest
+from agent_envs.adapters.loop.engine import Engine, Generation, GenerationRequest
 
 __all__ = ["LockstepEngine"]
 

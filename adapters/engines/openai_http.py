@@ -18,7 +18,7 @@ hosted APIs.
   continues on the re-tokenized reply text (ids that may differ from the sampled ones, no
   logprobs: fine for evaluation, not for training).
 - :meth:`OpenAIEngine.agenerate` answers one request from a running event loop (for
-  `adapters.async_rollout`), through an ``httpx.AsyncClient`` with the same payloads, retries,
+  `agent_envs.adapters.loop.async_collector`), through an ``httpx.AsyncClient`` with the same payloads, retries,
   fallbacks and errors; at most ``max_concurrency`` of its requests are in flight at once.
 """
 
@@ -34,9 +34,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
+from agent_envs.adapters.loop.engine import Generation, GenerationRequest, SamplingConfig
 from gymnasium.error import DependencyNotInstalled
-
-from adapters.engines.base import Generation, GenerationRequest, SamplingConfig
 
 __all__ = ["OpenAIEngine"]
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from adapters.engines.base import Generation, GenerationRequest
+from agent_envs.adapters.loop.engine import Generation, GenerationRequest
+
 from agent_envs.core.policies import OraclePolicy, RandomPolicy
 
 __all__ = ["PolicyEngine", "oracle_engine", "random_engine"]

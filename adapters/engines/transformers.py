@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from agent_envs.adapters.loop.engine import Generation, GenerationRequest, SamplingConfig
 from gymnasium.error import DependencyNotInstalled
-
-from adapters.engines.base import Generation, GenerationRequest, SamplingConfig
 
 __all__ = [
     "SMOLLM2_GGUF",

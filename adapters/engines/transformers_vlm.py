@@ -1,7 +1,7 @@
 """Hugging Face ``transformers`` engine for vision-language models (a model and its processor).
 
 :class:`VisionLanguageEngine` continues each request's ``prompt_ids`` as
-`adapters.engines.transformers.TransformersEngine` does, and adds the pictures: the images of
+`agent_envs.adapters.engines.transformers.TransformersEngine` does, and adds the pictures: the images of
 the request's messages (the user turns' image parts, in order) go through the processor's
 image processor and into ``model.generate`` with the ids. Its ``chat_delta``
 (:class:`VisionChatDelta`) is what the rollout collector uses to build an episode's ids, so
@@ -25,10 +25,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
-
-from adapters.engines.base import Generation, GenerationRequest, SamplingConfig
-from adapters.engines.transformers import _generate_padded, _left_padded, _torch
-from adapters.rollout import ChatDelta
+from agent_envs.adapters.engines.transformers import _generate_padded, _left_padded, _torch
+from agent_envs.adapters.loop.chat import ChatDelta
+from agent_envs.adapters.loop.engine import Generation, GenerationRequest, SamplingConfig
 
 __all__ = ["VisionChatDelta", "VisionLanguageEngine", "message_images"]
 
@@ -87,7 +86,7 @@ class _ImageDecoder:
 
 
 class VisionChatDelta(ChatDelta):
-    """`adapters.rollout.ChatDelta` for a processor: messages keep their image parts, the
+    """`agent_envs.adapters.loop.collector.ChatDelta` for a processor: messages keep their image parts, the
     processor's chat template renders them (one placeholder per image) and the processor
     encodes text and images together, expanding each placeholder to its image's tokens."""
 

@@ -4,7 +4,7 @@ A thin layer over vLLM's public API: each request becomes a ``TokensPrompt`` wit
 ``SamplingParams(max_tokens=..., stop_token_ids=..., logprobs=0)`` (``logprobs=0`` returns the
 log-probability of the sampled token only), and all requests of a turn go to one
 ``LLM.generate`` call. With a sampling ``seed``, the k-th request of the engine's life is
-sampled with seed ``seed + k``, as :class:`~adapters.engines.openai_http.OpenAIEngine` does: a
+sampled with seed ``seed + k``, as :class:`~agent_envs.adapters.engines.openai_http.OpenAIEngine` does: a
 run is reproducible, and the G members of a group (identical prompts) sample different
 episodes instead of G copies of one. After new weights are loaded into the engine (a training
 step), call :meth:`VLLMEngine.weights_updated`, which resets vLLM's prefix cache so no cached
@@ -18,9 +18,8 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
+from agent_envs.adapters.loop.engine import Generation, GenerationRequest, SamplingConfig
 from gymnasium.error import DependencyNotInstalled
-
-from adapters.engines.base import Generation, GenerationRequest, SamplingConfig
 
 __all__ = ["VLLMEngine", "sampling_params"]
 

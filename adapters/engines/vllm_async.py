@@ -6,7 +6,7 @@ token ids, ``logprobs=0``: the sampled token's log-probability only, and
 ``output_kind=FINAL_ONLY``: one output when the request finishes), so vLLM's scheduler
 batches whatever requests are in flight (continuous batching) and every episode gets its
 reply as soon as its own request is done. With a sampling ``seed`` the k-th request of the
-engine's life gets seed ``seed + k`` (as :class:`~adapters.engines.vllm.VLLMEngine` does).
+engine's life gets seed ``seed + k`` (as :class:`~agent_envs.adapters.engines.vllm.VLLMEngine` does).
 A request vLLM fails (a bad prompt, an engine error) becomes a `Generation` with ``error``
 set: the collector ends that episode only. After new weights are loaded, await
 :meth:`VLLMAsyncEngine.weights_updated` (it resets vLLM's prefix cache). vLLM is imported when
@@ -20,10 +20,9 @@ import itertools
 import uuid
 from typing import Any
 
+from agent_envs.adapters.engines.vllm import sampling_params
+from agent_envs.adapters.loop.engine import Generation, GenerationRequest, SamplingConfig
 from gymnasium.error import DependencyNotInstalled
-
-from adapters.engines.base import Generation, GenerationRequest, SamplingConfig
-from adapters.engines.vllm import sampling_params
 
 __all__ = ["VLLMAsyncEngine"]
 

@@ -2,7 +2,7 @@
 
 Run on a CUDA machine with ``pip install 'agent-envs[train,vllm]'``::
 
-    python -m adapters.examples.grpo_sokoban_vllm --model Qwen/Qwen2.5-1.5B-Instruct
+    python -m agent_envs.adapters.examples.grpo_sokoban_vllm --model Qwen/Qwen2.5-1.5B-Instruct
 
 Each dataset row is one Sokoban episode key (env id + seed); TRL hands every key to the
 rollout function ``num_generations`` times, and each copy plays a whole episode from the same
@@ -47,10 +47,14 @@ class Args:
 
 
 def main(args: Args) -> None:
+    from agent_envs.adapters.trl import (
+        episode_return_reward,
+        make_episode_dataset,
+        make_rollout_func,
+    )
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    from adapters.trl import episode_return_reward, make_episode_dataset, make_rollout_func
     from agent_envs.core.records import write_jsonl
 
     output = Path(args.output_dir)

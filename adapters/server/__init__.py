@@ -1,11 +1,11 @@
 """The HTTP env server and its clients (the ``[server]`` extra: fastapi, uvicorn, httpx).
 
-- ``python -m adapters.server --host 127.0.0.1 --port 8000 [--token T]`` serves stateful
-  sessions of every ``grl/*`` id (`adapters.server.app`); ``--openenv grl/Sokoban-v0``
-  serves one id as an OpenEnv environment instead (`adapters.server.openenv`).
+- ``python -m agent_envs.adapters.server --host 127.0.0.1 --port 8000 [--token T]`` serves stateful
+  sessions of every ``grl/*`` id (`agent_envs.adapters.server.app`); ``--openenv grl/Sokoban-v0``
+  serves one id as an OpenEnv environment instead (`agent_envs.adapters.server.openenv`).
 - :class:`RemoteEnv` is one session as a ``gymnasium.Env``; :class:`RemoteVectorEnv` many
-  sessions over several servers, which `adapters.rollout.RolloutCollector` drives like a
-  local vector env. Both survive server restarts (`adapters.server.client`).
+  sessions over several servers, which `agent_envs.adapters.loop.collector.RolloutCollector` drives like a
+  local vector env. Both survive server restarts (`agent_envs.adapters.server.client`).
 
 Importing this package imports no web framework; the app and clients import theirs when
 built.
@@ -15,13 +15,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.server.client import RemoteEnv, RemoteVectorEnv, ServerError, ServerUnavailable
+from agent_envs.adapters.server.client import (
+    RemoteEnv,
+    RemoteVectorEnv,
+    ServerError,
+    ServerUnavailable,
+)
 
 __all__ = ["RemoteEnv", "RemoteVectorEnv", "ServerError", "ServerUnavailable", "create_app"]
 
 
 def create_app(**kwargs: Any) -> Any:
-    """The FastAPI app of the env server; see `adapters.server.app.create_app`."""
-    from adapters.server.app import create_app as build
+    """The FastAPI app of the env server; see `agent_envs.adapters.server.app.create_app`."""
+    from agent_envs.adapters.server.app import create_app as build
 
     return build(**kwargs)

@@ -1,7 +1,7 @@
-"""``python -m adapters.server --host 127.0.0.1 --port 8000 [--token T]``.
+"""``python -m agent_envs.adapters.server --host 127.0.0.1 --port 8000 [--token T]``.
 
 Binds the socket itself (``--port 0`` picks a free port) and prints one line,
-``adapters.server listening on http://HOST:PORT``, once it is bound, then serves until
+``agent_envs.adapters.server listening on http://HOST:PORT``, once it is bound, then serves until
 SIGINT/SIGTERM. ``--openenv ENV_ID`` serves that id through OpenEnv's server instead
 (WebSocket sessions at ``/ws``, as OpenEnv's clients and TRL expect).
 """
@@ -16,11 +16,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from adapters.server.app import DEFAULT_MAX_BODY_BYTES
+from agent_envs.adapters.server.app import DEFAULT_MAX_BODY_BYTES
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m adapters.server", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m agent_envs.adapters.server", description=__doc__
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind")
     parser.add_argument("--port", type=int, default=8000, help="port (0: a free one)")
     parser.add_argument(
@@ -44,13 +46,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def build(args: argparse.Namespace) -> Any:
     if args.openenv:
-        from adapters.server.openenv import create_openenv_app
+        from agent_envs.adapters.server.openenv import create_openenv_app
 
         env_kwargs = json.loads(args.env_kwargs)
         if not isinstance(env_kwargs, dict):
             raise SystemExit("--env-kwargs must be a JSON object")
         return create_openenv_app(args.openenv, max_concurrent_envs=args.max_sessions, **env_kwargs)
-    from adapters.server.app import create_app
+    from agent_envs.adapters.server.app import create_app
 
     return create_app(
         token=args.token,
@@ -83,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         app, log_level=args.log_level, backlog=2048, ws_max_size=args.max_body_bytes
     )
     server = uvicorn.Server(config)
-    print(f"adapters.server listening on http://{host}:{port}", flush=True)
+    print(f"agent_envs.adapters.server listening on http://{host}:{port}", flush=True)
     server.run(sockets=[sock])
     sys.exit(0)
 

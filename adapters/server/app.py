@@ -37,7 +37,7 @@ that), in worker threads otherwise, so a slow env (a SQL query, a big search) do
 the other sessions for long (see `_Runner`). Env construction and the HTML replay always run
 in a thread. Calls on one session never overlap.
 
-**Sessions** expire after ``session_ttl`` idle seconds (see `adapters.server.sessions`); the
+**Sessions** expire after ``session_ttl`` idle seconds (see `agent_envs.adapters.server.sessions`); the
 reaper runs every ``session_ttl / 4`` seconds (at most every second). A WebSocket that drops
 leaves its session to the reaper, so a client can reconnect and ``attach`` to it. ``server_id``
 in ``/health`` is new on every start, so a client can tell that the server restarted.
@@ -55,9 +55,8 @@ import statistics
 import time
 from typing import Any
 
+from agent_envs.adapters.server.sessions import Session, SessionError, SessionStore
 from gymnasium.error import DependencyNotInstalled
-
-from adapters.server.sessions import Session, SessionError, SessionStore
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app"]
 
@@ -525,7 +524,7 @@ def create_app(
 
     @app.post("/rollouts")
     async def rollouts(request: RolloutRequest) -> Response:
-        from adapters.server.rollouts import run_rollouts
+        from agent_envs.adapters.server.rollouts import run_rollouts
 
         def work() -> list[dict[str, Any]]:
             return run_rollouts(
@@ -572,8 +571,8 @@ def _png(session: Session) -> bytes | None:
         frame = base.frame()
     except NotImplementedError:
         return None
-    from renderers._optional import require
-    from renderers.raster import draw
+    from agent_envs.renderers._optional import require
+    from agent_envs.renderers.raster import draw
 
     image_module = require("PIL.Image")
     buffer = io.BytesIO()
@@ -584,14 +583,14 @@ def _png(session: Session) -> bytes | None:
 def _replay_page(session: Session) -> str:
     """The episode so far as an HTML replay, with frames when the env draws them (replayed on
     a fresh env from the seed and the replies)."""
-    from renderers.replay import replay_html
+    from agent_envs.renderers.replay import replay_html
 
     with session.lock:
         episode = session.episode()
         replies = list(session.replies)
     if session.seed is not None and hasattr(session.env.unwrapped, "frame"):
-        from adapters.server.sessions import make_env
-        from renderers.episodes import record_episode
+        from agent_envs.adapters.server.sessions import make_env
+        from agent_envs.renderers.episodes import record_episode
 
         env = make_env(session.env_id, session.env_kwargs, (session.env_id,))
         try:

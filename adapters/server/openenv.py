@@ -1,7 +1,7 @@
 """Any ``grl/*`` id as an OpenEnv environment (``openenv-core``), for OpenEnv's clients and
 TRL's OpenEnv integration.
 
-``python -m adapters.server --openenv grl/Sokoban-v0 --port 8001`` (or
+``python -m agent_envs.adapters.server --openenv grl/Sokoban-v0 --port 8001`` (or
 :func:`create_openenv_app` under uvicorn) serves the id through OpenEnv's own server: each
 WebSocket connection at ``/ws`` is one session with its own env, up to
 ``max_concurrent_envs`` at once (default 64; a GRPO trainer needs at least its
@@ -30,9 +30,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_envs.adapters.server.sessions import make_env
 from gymnasium.error import DependencyNotInstalled
-
-from adapters.server.sessions import make_env
 
 __all__ = ["TextAction", "TextEnvironment", "TextObservation", "create_openenv_app"]
 

@@ -3,7 +3,7 @@
 AgentGym's env servers take ``env``, ``model``, ``base_url``, ``ids`` and ``max_round`` and
 run the episodes themselves; here ``ids`` are episode seeds (for dataset envs the seed picks
 the item), one group of ``group_size`` episodes each, and the episodes are collected by
-`adapters.rollout.RolloutCollector` with `adapters.engines.openai_http.OpenAIEngine` on the
+`agent_envs.adapters.loop.collector.RolloutCollector` with `agent_envs.adapters.engines.openai_http.OpenAIEngine` on the
 chat endpoint, so they are the same `Trajectory` records a local run writes.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.server.sessions import make_env
+from agent_envs.adapters.server.sessions import make_env
 
 __all__ = ["run_rollouts"]
 
@@ -32,10 +32,10 @@ def run_rollouts(
     prefixes: tuple[str, ...] = ("grl/",),
 ) -> list[dict[str, Any]]:
     """``Trajectory.to_dict()`` of every episode, in ``ids`` order (groups consecutive)."""
-    from adapters.engines.base import SamplingConfig
-    from adapters.engines.openai_http import OpenAIEngine
-    from adapters.rollout import collect_episodes
-    from adapters.server.sessions import BadEnvArguments
+    from agent_envs.adapters.engines.openai_http import OpenAIEngine
+    from agent_envs.adapters.loop.collector import collect_episodes
+    from agent_envs.adapters.loop.engine import SamplingConfig
+    from agent_envs.adapters.server.sessions import BadEnvArguments
 
     if not ids:
         return []

@@ -124,7 +124,7 @@ class Session:
         self.parsed_actions.append([str(a) for a in info.get("parsed_actions", [])])
 
     def episode(self) -> dict[str, Any]:
-        """The episode so far in the shape `renderers.episodes` reads."""
+        """The episode so far in the shape `agent_envs.renderers.episodes` reads."""
         steps = [
             {
                 "observation": self.observations[index],

@@ -145,7 +145,9 @@ class TextEnv(gym.Env[str, str]):
         self._truncated = False
         self._observations: list[str] = []
         self._replies: list[str] = []
-        self._renderer: Any = None  # a renderers.FrameRenderer, made on first picture render
+        self._renderer: Any = (
+            None  # a agent_envs.renderers.FrameRenderer, made on first picture render
+        )
 
     # ----------------------------------------------------------------- hooks (subclasses)
     def _parse(self, reply: object) -> ParsedReply:
@@ -262,21 +264,21 @@ class TextEnv(gym.Env[str, str]):
         return observation, reward, done, self._truncated, info
 
     def frame(self) -> Any:
-        """The current state as a frame description (`renderers.frames`) for the picture
+        """The current state as a frame description (`agent_envs.renderers.frames`) for the picture
         render modes; envs that list ``"rgb_array"``/``"human"`` implement it."""
         raise NotImplementedError(f"{type(self).__name__} does not describe frames")
 
     def render(self) -> Any:
         """``"ansi"``: the observation text, as the model reads it (in colour:
-        ``renderers.ansi.to_ansi(env.frame())``); ``"rgb_array"``: an ``(H, W, 3)`` uint8 image
-        of :meth:`frame` (size in `renderers.raster`); ``"human"``: that image in a window,
+        ``agent_envs.renderers.ansi.to_ansi(env.frame())``); ``"rgb_array"``: an ``(H, W, 3)`` uint8 image
+        of :meth:`frame` (size in `agent_envs.renderers.raster`); ``"human"``: that image in a window,
         redrawn on every reset and step."""
         if self.render_mode == "ansi":
             return self._render_text()
         if self.render_mode is None:
             return None
         if self._renderer is None:
-            from renderers import FrameRenderer
+            from agent_envs.renderers import FrameRenderer
 
             caption = type(self).__name__.removesuffix("Env")
             self._renderer = FrameRenderer(caption, self.metadata.get("render_fps", 4))

@@ -1,7 +1,7 @@
 """Image+text versions of the grid games: the ``grl/*-vision-v0`` ids.
 
 :class:`VisionEnv` builds a registered text env and wraps it in
-:class:`renderers.image_obs.ImageObservation`, so each observation carries the text the text
+:class:`agent_envs.renderers.image_obs.ImageObservation`, so each observation carries the text the text
 env prints and the picture the renderers draw of the same state. Rules, rewards, info keys,
 budgets and seeding are the text env's, unchanged; the vision ids differ from their text
 siblings in the observation only.
@@ -13,8 +13,8 @@ from typing import Any
 
 from gymnasium.envs.registration import load_env_creator
 
+from agent_envs.renderers.image_obs import ImageObservation
 from agent_envs.vector import vector_entry_point
-from renderers.image_obs import ImageObservation
 
 __all__ = ["VisionEnv", "make_vector_env"]
 
@@ -24,8 +24,8 @@ class VisionEnv(ImageObservation):
 
     ## Observation
     ``{"text": str, "image": np.ndarray}``: ``text`` is the text env's observation (in its
-    ``Text`` space), ``image`` its frame drawn by `renderers.raster` as an ``(H, W, 3)``
-    ``uint8`` RGB array. The size is fixed per configuration (``renderers.raster`` gives the
+    ``Text`` space), ``image`` its frame drawn by `agent_envs.renderers.raster` as an ``(H, W, 3)``
+    ``uint8`` RGB array. The size is fixed per configuration (``agent_envs.renderers.raster`` gives the
     formula; height x width: Sokoban 6x6 484 x 448, Tetris 10x20 648 x 448, Blocksworld 3
     blocks 334 x 544); the ``image`` box of ``observation_space`` has it.
 
@@ -38,7 +38,7 @@ class VisionEnv(ImageObservation):
     as a PNG data URL, in the OpenAI format (``style="openai"``:
     ``{"type": "image_url", "image_url": {"url": ...}}``) or the Hugging Face one
     (``style="transformers"``: ``{"type": "image", "url": ...}``). The rollout collector builds
-    its own messages the same way (`adapters.rollout`).
+    its own messages the same way (`agent_envs.adapters.loop.collector`).
 
     ## Arguments
     ``gymnasium.make("grl/Sokoban-vision-v0", style="openai", max_turns=6, ...)``: ``base`` is

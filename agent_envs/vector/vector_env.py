@@ -12,7 +12,7 @@ What it adds to Gymnasium's vector envs, for multi-turn LLM training:
   stream, so a run is reproducible from its ``reset`` seed.
 - ``mode="sync"`` (in process), ``"async"`` (worker processes, each running a contiguous
   slice of the envs; text travels through pipes, no shared memory) or a registered backend
-  (``import adapters.ray`` registers ``"ray"``: Ray actors holding the slices).
+  (``import agent_envs.adapters.ray`` registers ``"ray"``: Ray actors holding the slices).
 
 **Dead workers.** A worker that dies (killed, crashed, out of memory, a lost Ray node) is
 found by the call that talks to it and replaced by a new one running the same env
@@ -89,7 +89,7 @@ class TextVectorEnv(gym.vector.VectorEnv):
         autoreset_mode: ``AutoresetMode`` or its name (``"next_step"``, ``"same_step"``,
             ``"disabled"``).
         mode: ``"sync"``, ``"async"`` or a registered backend's name (``"ray"`` once
-            ``adapters.ray`` is imported).
+            ``agent_envs.adapters.ray`` is imported).
         num_workers: workers of a non-sync mode (default: ``min(num_envs, os.cpu_count())``).
         context: multiprocessing start method for async (default: the platform's).
         respawn_workers: replace a dead worker and end its episodes with
@@ -121,7 +121,7 @@ class TextVectorEnv(gym.vector.VectorEnv):
             raise ValueError(f"group_size={group_size} must divide num_envs={len(env_fns)}")
         factory = None if mode == "sync" else backend(mode)
         if mode != "sync" and factory is None:
-            hint = " (import adapters.ray first)" if mode == "ray" else ""
+            hint = " (import agent_envs.adapters.ray first)" if mode == "ray" else ""
             raise ValueError(f"mode must be 'sync', 'async' or a registered backend{hint}, "
                              f"got {mode!r}")  # fmt: skip
         if num_workers is not None and (

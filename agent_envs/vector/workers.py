@@ -3,7 +3,7 @@
 A pool splits the envs into contiguous slices, one per worker, each worker holding an
 :class:`~agent_envs.vector.runner.EnvRunner`. ``"async"`` (worker processes on this machine,
 text through pipes) is built in; other backends register themselves with
-:func:`register_backend` (``import adapters.ray`` registers ``"ray"``).
+:func:`register_backend` (``import agent_envs.adapters.ray`` registers ``"ray"``).
 
 The protocol (:class:`WorkerPool`): ``submit(worker, command, args)`` sends a command and
 returns a handle, ``result(worker, handle)`` waits for ``(answer, drawn)``; both raise

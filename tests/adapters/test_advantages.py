@@ -6,8 +6,7 @@ import math
 
 import numpy as np
 import pytest
-
-from adapters.advantages import (
+from agent_envs.adapters.advantages import (
     EPSILON,
     anchor_groups,
     diagnostics,
@@ -20,6 +19,7 @@ from adapters.advantages import (
     step_returns,
     token_advantages,
 )
+
 from agent_envs.core.records import Step, Trajectory
 
 

@@ -13,18 +13,18 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-
-import agent_envs  # noqa: F401
-from adapters.async_rollout import (
+from agent_envs.adapters.engines.scripted import PolicyEngine, oracle_engine
+from agent_envs.adapters.engines.transformers import TransformersEngine
+from agent_envs.adapters.loop.async_collector import (
     AsyncRolloutCollector,
     BatchingEngine,
     acollect_episodes,
     staleness,
 )
-from adapters.engines.base import Generation, GenerationRequest, SamplingConfig
-from adapters.engines.scripted import PolicyEngine, oracle_engine
-from adapters.engines.transformers import TransformersEngine
-from adapters.rollout import collect_episodes
+from agent_envs.adapters.loop.collector import collect_episodes
+from agent_envs.adapters.loop.engine import Generation, GenerationRequest, SamplingConfig
+
+import agent_envs  # noqa: F401
 from agent_envs.core.policies import format_answer
 
 
@@ -239,8 +239,7 @@ def test_async__a_batch_engine_that_raises_ends_its_batch_only():
 
 def test_async__configuration_errors():
     import gymnasium
-
-    from adapters.engines.lockstep import LockstepEngine
+    from agent_envs.adapters.engines.lockstep import LockstepEngine
 
     make = lambda: gymnasium.make("grl/Sokoban-v0").unwrapped  # noqa: E731
     with pytest.raises(ValueError, match="max_concurrency"):
@@ -277,7 +276,7 @@ def test_http_async__retries_errors_and_token_downgrade(tmp_path):
             return [fail(503), ok("recovered")]
         return [ok(f"reply to {key}", delay=0.05)]
 
-    from adapters.engines.openai_http import OpenAIEngine
+    from agent_envs.adapters.engines.openai_http import OpenAIEngine
 
     server = ScriptedServer(script)
     try:
@@ -310,7 +309,8 @@ def test_http_async__retries_errors_and_token_downgrade(tmp_path):
 
 def test_http_async__collector_episodes_over_the_chat_endpoint():
     pytest.importorskip("httpx")
-    from adapters.engines.openai_http import OpenAIEngine
+    from agent_envs.adapters.engines.openai_http import OpenAIEngine
+
     from tests.adapters.test_openai_http import ScriptedServer, ok
 
     server = ScriptedServer(lambda key, body: [ok("<answer>Up</answer>", delay=0.02)])
@@ -376,7 +376,7 @@ def fake_vllm(monkeypatch):
 
 
 def test_vllm_async__one_request_per_turn_with_its_own_params(fake_vllm, tokenizer):
-    from adapters.engines.vllm_async import VLLMAsyncEngine
+    from agent_envs.adapters.engines.vllm_async import VLLMAsyncEngine
 
     llm = FakeAsyncLLM()
     engine = VLLMAsyncEngine(llm, tokenizer=tokenizer, sampling=SamplingConfig(seed=7))
@@ -409,7 +409,7 @@ def test_vllm_async__one_request_per_turn_with_its_own_params(fake_vllm, tokeniz
 
 
 def test_vllm_async__collector_episodes(fake_vllm, tokenizer):
-    from adapters.engines.vllm_async import VLLMAsyncEngine
+    from agent_envs.adapters.engines.vllm_async import VLLMAsyncEngine
 
     llm = FakeAsyncLLM()
     engine = VLLMAsyncEngine(llm, tokenizer=tokenizer)
@@ -424,9 +424,8 @@ def test_vllm_async__collector_episodes(fake_vllm, tokenizer):
 
 
 def test_vllm_async__missing_vllm_raises_dependency_error(monkeypatch):
+    from agent_envs.adapters.engines.vllm_async import VLLMAsyncEngine
     from gymnasium.error import DependencyNotInstalled
-
-    from adapters.engines.vllm_async import VLLMAsyncEngine
 
     monkeypatch.setitem(sys.modules, "vllm", None)
     with pytest.raises(DependencyNotInstalled, match="vllm"):

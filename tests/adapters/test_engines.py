@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import gymnasium
 import pytest
+from agent_envs.adapters.engines import Engine, GenerationRequest, SamplingConfig
+from agent_envs.adapters.engines.scripted import PolicyEngine, oracle_engine, random_engine
+from agent_envs.adapters.engines.transformers import TransformersEngine
 
 import agent_envs  # noqa: F401
-from adapters.engines import Engine, GenerationRequest, SamplingConfig
-from adapters.engines.scripted import PolicyEngine, oracle_engine, random_engine
-from adapters.engines.transformers import TransformersEngine
 
 
 def _request(tokenizer, text="<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n", **kw):
@@ -100,7 +100,7 @@ def test_engines__vllm_on_gpu(checkpoint_dir, tokenizer):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("vLLM needs a CUDA device")
-    from adapters.engines.vllm import VLLMEngine
+    from agent_envs.adapters.engines.vllm import VLLMEngine
 
     engine = VLLMEngine(str(checkpoint_dir), tokenizer=tokenizer, gpu_memory_utilization=0.2)
     generations = engine.generate([_request(tokenizer, max_new_tokens=5)] * 2)
@@ -147,7 +147,7 @@ def test_engines__transformers_prefix_reuse_equals_a_full_reprefill(
     """A multi-turn episode batch through the collector: with the previous turn's KV cache
     reused, replies and logprobs are those of re-prefilling every context whole, and the model
     runs on far fewer positions."""
-    from adapters.rollout import collect_episodes
+    from agent_envs.adapters.loop.collector import collect_episodes
 
     runs, fed = {}, {}
     for reuse in (False, True):

@@ -15,8 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from adapters.engines.base import Generation, GenerationRequest
+from agent_envs.adapters.loop.engine import Generation, GenerationRequest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,9 +25,9 @@ WORKER = textwrap.dedent(
     import gymnasium
     import torch.distributed as dist
     import agent_envs  # noqa: F401
-    from adapters.engines.base import Generation
-    from adapters.engines.lockstep import LockstepEngine
-    from adapters.rollout import RolloutCollector
+    from agent_envs.adapters.loop.engine import Generation
+    from agent_envs.adapters.engines.lockstep import LockstepEngine
+    from agent_envs.adapters.loop.collector import RolloutCollector
 
     rank, lockstep = int(sys.argv[1]), sys.argv[2] == "1"
     dist.init_process_group(
@@ -132,7 +131,7 @@ class _Echo:
 
 
 def test_lockstep__without_distributed_it_is_a_pass_through():
-    from adapters.engines.lockstep import LockstepEngine
+    from agent_envs.adapters.engines.lockstep import LockstepEngine
 
     inner = _Echo()
     engine = LockstepEngine(inner)

@@ -14,8 +14,8 @@ import pytest
 
 pytest.importorskip("httpx")
 
-from adapters.engines.base import GenerationRequest
-from adapters.engines.openai_http import OpenAIEngine
+from agent_envs.adapters.engines.openai_http import OpenAIEngine
+from agent_envs.adapters.loop.engine import GenerationRequest
 
 
 class ScriptedServer:
@@ -202,7 +202,7 @@ def test_http__configuration_errors():
 
 
 def test_http__seeds_differ_per_request_and_bad_requests_fail_alone(serve):
-    from adapters.engines.base import SamplingConfig
+    from agent_envs.adapters.loop.engine import SamplingConfig
 
     server = serve(lambda key, body: [ok(key)])
     engine = _engine(server, sampling=SamplingConfig(seed=10))

@@ -9,14 +9,13 @@ import pytest
 
 pytest.importorskip("pettingzoo")
 
-from pettingzoo.test import api_test, parallel_api_test
-
-from adapters.pettingzoo import (
+from agent_envs.adapters.pettingzoo import (
     TextObservation,
     self_play_aec_env,
     self_play_parallel_env,
     textarena_aec_env,
 )
+from pettingzoo.test import api_test, parallel_api_test
 
 needs_textarena = pytest.mark.skipif(
     importlib.util.find_spec("textarena") is None, reason="textarena is not installed"

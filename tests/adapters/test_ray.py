@@ -14,10 +14,11 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-import adapters.ray  # noqa: E402, F401  (registers mode="ray")
+import agent_envs.adapters.ray  # noqa: E402  (registers mode="ray")
+from agent_envs.adapters.engines.scripted import oracle_engine  # noqa: E402
+from agent_envs.adapters.loop.collector import RolloutCollector  # noqa: E402
+
 import agent_envs  # noqa: E402, F401
-from adapters.engines.scripted import oracle_engine  # noqa: E402
-from adapters.rollout import RolloutCollector  # noqa: E402
 from agent_envs.vector import TextVectorEnv  # noqa: E402
 from agent_envs.vector.seeding import SeedStream  # noqa: E402
 from tests.core.toy_env import CounterEnv  # noqa: E402

@@ -5,12 +5,12 @@ from __future__ import annotations
 import gymnasium
 import numpy as np
 import pytest
+from agent_envs.adapters.engines.scripted import PolicyEngine, oracle_engine, random_engine
+from agent_envs.adapters.engines.transformers import TransformersEngine
+from agent_envs.adapters.loop import ChatDelta, RolloutCollector, collect_episodes
+from agent_envs.adapters.loop.engine import Generation
 
 import agent_envs  # noqa: F401
-from adapters.engines.base import Generation
-from adapters.engines.scripted import PolicyEngine, oracle_engine, random_engine
-from adapters.engines.transformers import TransformersEngine
-from adapters.rollout import ChatDelta, RolloutCollector, collect_episodes
 from agent_envs.core.policies import OraclePolicy
 
 

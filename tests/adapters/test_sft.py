@@ -10,10 +10,9 @@ import math
 from pathlib import Path
 
 import pytest
-
-from adapters.engines.scripted import oracle_engine
-from adapters.rollout import collect_episodes
-from adapters.sft import (
+from agent_envs.adapters.engines.scripted import oracle_engine
+from agent_envs.adapters.loop.collector import collect_episodes
+from agent_envs.adapters.sft import (
     SMOLLM2_CHAT_TEMPLATE,
     collect_oracle_trajectories,
     make_sft_dataset,
@@ -131,9 +130,8 @@ def test_sft__training_on_oracle_replies_lowers_their_loss(tmp_path, tokenizer, 
 @needs_smollm2
 def test_sft__smollm2_template_trains_exactly_each_reply_and_its_end_token(tmp_path):
     pytest.importorskip("trl")
+    from agent_envs.adapters.engines.transformers import load_smollm2
     from trl import SFTTrainer
-
-    from adapters.engines.transformers import load_smollm2
 
     _, tokenizer = load_smollm2(tokenizer_only=True)
     assert tokenizer.chat_template == SMOLLM2_CHAT_TEMPLATE
@@ -175,11 +173,14 @@ def test_sft__saved_smollm2_checkpoint_is_plain_and_trainable(tmp_path):
     """The GGUF quantization_config is not saved: GRPOTrainer refused the folder with "You
     cannot perform fine-tuning on purely quantized models"."""
     pytest.importorskip("trl")
+    from agent_envs.adapters.engines.transformers import save_smollm2_checkpoint
+    from agent_envs.adapters.trl import (
+        episode_return_reward,
+        make_episode_dataset,
+        make_rollout_func,
+    )
     from transformers import AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer, SFTTrainer
-
-    from adapters.engines.transformers import save_smollm2_checkpoint
-    from adapters.trl import episode_return_reward, make_episode_dataset, make_rollout_func
 
     folder = save_smollm2_checkpoint(str(tmp_path / "smollm2"))
     config = json.loads((Path(folder) / "config.json").read_text())

@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 
 import pytest
+from agent_envs.adapters.sft import make_sft_dataset
 
-from adapters.sft import make_sft_dataset
 from tests.adapters.conftest import cpu_run_settings
 
 pytest.importorskip("trl")
@@ -54,9 +54,8 @@ def two_env_dataset():
 def test_shared_prefix__loss_and_gradients_equal_sft_trainers(
     tmp_path, tokenizer, tiny_model, two_env_dataset
 ):
+    from agent_envs.adapters.trl.sft_trainer import SharedPrefixSFTTrainer, shared_prefix_groups
     from trl import SFTTrainer
-
-    from adapters.sft_trainer import SharedPrefixSFTTrainer, shared_prefix_groups
 
     torch.manual_seed(0)
     # two copies made before either trainer patches its model's forward (TRL's fused LM head
@@ -83,7 +82,7 @@ def test_shared_prefix__loss_and_gradients_equal_sft_trainers(
 
 
 def test_shared_prefix__groups_end_before_the_first_scored_token():
-    from adapters.sft_trainer import shared_prefix_groups
+    from agent_envs.adapters.trl.sft_trainer import shared_prefix_groups
 
     ids = torch.tensor([[1] * 40 + [5, 6, 7], [1] * 40 + [8, 9, 0], [2] * 43])
     labels = torch.full_like(ids, -100)
@@ -98,9 +97,8 @@ def test_shared_prefix__groups_end_before_the_first_scored_token():
 
 
 def test_shared_prefix__a_training_run_lowers_the_loss(tmp_path, tokenizer, tiny_model):
+    from agent_envs.adapters.trl.sft_trainer import SharedPrefixSFTTrainer
     from trl import SFTConfig
-
-    from adapters.sft_trainer import SharedPrefixSFTTrainer
 
     dataset = make_sft_dataset("grl/Sokoban-v0", range(4)).remove_columns(
         ["env_id", "seed", "episode_return"]

@@ -20,14 +20,14 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def smollm2():
-    from adapters.engines.transformers import load_smollm2
+    from agent_envs.adapters.engines.transformers import load_smollm2
 
     return load_smollm2()
 
 
 def test_smollm2__incremental_ids_equal_a_full_rerender(smollm2):
-    from adapters.engines.scripted import oracle_engine
-    from adapters.rollout import ChatDelta, collect_episodes
+    from agent_envs.adapters.engines.scripted import oracle_engine
+    from agent_envs.adapters.loop import ChatDelta, collect_episodes
 
     _, tokenizer = smollm2
     trajectories = collect_episodes(
@@ -43,9 +43,9 @@ def test_smollm2__incremental_ids_equal_a_full_rerender(smollm2):
 
 
 def test_smollm2__realistic_sokoban_batch(smollm2):
-    from adapters.engines.base import SamplingConfig
-    from adapters.engines.transformers import TransformersEngine
-    from adapters.rollout import collect_episodes
+    from agent_envs.adapters.engines.transformers import TransformersEngine
+    from agent_envs.adapters.loop.collector import collect_episodes
+    from agent_envs.adapters.loop.engine import SamplingConfig
 
     model, tokenizer = smollm2
     engine = TransformersEngine(model, tokenizer, sampling=SamplingConfig(temperature=0.7, seed=0))

@@ -16,8 +16,9 @@ import pytest
 
 ta = pytest.importorskip("textarena")
 
-from adapters import textarena as ta_adapter  # noqa: E402
-from adapters.textarena import NETWORK_GAMES, make, register_grl_games, to_textarena  # noqa: E402
+from agent_envs.adapters import textarena as ta_adapter  # noqa: E402
+from agent_envs.adapters.textarena import NETWORK_GAMES, make, register_grl_games, to_textarena  # noqa: E402
+
 from agent_envs.testing import check_text_env  # noqa: E402
 
 
@@ -207,7 +208,7 @@ def test_textarena__import_and_play_open_no_network_connection():
             attempts.append(str(url))
             raise OSError("network refused by the test")
         urllib.request.urlopen = refuse_url
-        import adapters.textarena as adapter
+        import agent_envs.adapters.textarena as adapter
         import textarena
         for textarena_id in ("TicTacToe-v0", "Sokoban-v0", "Minesweeper-v0"):
             env = adapter.make(textarena_id)
@@ -223,7 +224,7 @@ def test_textarena__import_and_play_open_no_network_connection():
 
 
 def test_textarena__importing_the_adapter_imports_no_textarena():
-    code = "import sys, adapters.textarena; print('textarena' in sys.modules)"
+    code = "import sys, agent_envs.adapters.textarena; print('textarena' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.strip() == "False", done.stderr
 
@@ -314,8 +315,8 @@ def test_textarena__trying_moves_leaves_the_game_unchanged():
 
 
 def test_textarena__engine_opponent_sends_the_observation_as_chat():
-    from adapters.engines.base import Generation
-    from adapters.textarena import engine_opponent
+    from agent_envs.adapters.loop.engine import Generation
+    from agent_envs.adapters.textarena import engine_opponent
 
     class EchoEngine:  # an engine that reads chat messages, as the HTTP chat engine does
         name, tokenizer = "echo", None

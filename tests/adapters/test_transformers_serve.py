@@ -20,9 +20,9 @@ pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from adapters.engines.base import GenerationRequest, SamplingConfig
-from adapters.engines.openai_http import OpenAIEngine
-from adapters.rollout import collect_episodes
+from agent_envs.adapters.engines.openai_http import OpenAIEngine
+from agent_envs.adapters.loop.collector import collect_episodes
+from agent_envs.adapters.loop.engine import GenerationRequest, SamplingConfig
 
 _CLI = Path(sys.executable).with_name("transformers")
 

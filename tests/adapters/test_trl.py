@@ -11,8 +11,8 @@ import pytest
 pytest.importorskip("trl")
 pytest.importorskip("torch")
 
-from adapters.engines.scripted import oracle_engine
-from adapters.trl import (
+from agent_envs.adapters.engines.scripted import oracle_engine
+from agent_envs.adapters.trl import (
     episode_key,
     episode_return_reward,
     make_environment_factory,
@@ -201,7 +201,7 @@ class _FailingEngine:
         self.tokenizer, self.name, self.needs_env = engine.tokenizer, "failing", True
 
     def generate(self, requests):
-        from adapters.engines.base import Generation
+        from agent_envs.adapters.loop.engine import Generation
 
         self.calls += 1
         generations = self.engine.generate(requests)
@@ -211,9 +211,9 @@ class _FailingEngine:
 
 
 def test_trl__engine_errors_reach_no_loss_no_reward_and_no_group_statistics(tokenizer, caplog):
-    from adapters import advantages as estimators
-    from adapters.engines.scripted import random_engine
-    from adapters.trl import AdvantageConfig
+    from agent_envs.adapters import advantages as estimators
+    from agent_envs.adapters.engines.scripted import random_engine
+    from agent_envs.adapters.trl import AdvantageConfig
 
     seen = []
     rollout = make_rollout_func(
@@ -224,7 +224,7 @@ def test_trl__engine_errors_reach_no_loss_no_reward_and_no_group_statistics(toke
         advantages=AdvantageConfig(estimator="drgrpo"),
         on_trajectories=seen.extend,
     )
-    with caplog.at_level("WARNING", logger="adapters.trl"):
+    with caplog.at_level("WARNING", logger="agent_envs.adapters.trl"):
         output = rollout([episode_key("grl/Sokoban-v0", 4)] * 3, trainer=None)
     assert "1 of 3 episodes ended with an engine error" in caplog.text
     assert [t.truncation_reason == "error" for t in seen] == [True, False, False]
@@ -252,8 +252,8 @@ def test_trl__engine_errors_reach_no_loss_no_reward_and_no_group_statistics(toke
 
 
 def test_trl__off_policy_rows_are_the_oracle_episode_of_the_group_seed(tokenizer):
-    from adapters.engines.scripted import random_engine
-    from adapters.trl import AdvantageConfig
+    from agent_envs.adapters.engines.scripted import random_engine
+    from agent_envs.adapters.trl import AdvantageConfig
 
     seen = []
     rollout = make_rollout_func(
@@ -275,8 +275,8 @@ def test_trl__off_policy_rows_are_the_oracle_episode_of_the_group_seed(tokenizer
 
 
 def test_trl__recovery_rows_replay_a_failed_first_turn_then_follow_the_oracle(tokenizer):
-    from adapters.engines.scripted import random_engine
-    from adapters.trl import AdvantageConfig
+    from agent_envs.adapters.engines.scripted import random_engine
+    from agent_envs.adapters.trl import AdvantageConfig
 
     seen = []
 
@@ -322,9 +322,8 @@ def test_trl__recovery_replay_on_an_env_it_was_not_given_is_an_engine_error(toke
     as an engine error, which reaches no loss and no reward, instead of letting the oracle play
     the turn meant to be replayed."""
     import gymnasium
-
-    from adapters.engines.base import GenerationRequest
-    from adapters.trl import _ReplayEngine
+    from agent_envs.adapters.loop.engine import GenerationRequest
+    from agent_envs.adapters.trl import _ReplayEngine
 
     env = gymnasium.make("grl/Blocksworld-v0").unwrapped
     env.reset(seed=5)
@@ -338,7 +337,7 @@ def test_trl__recovery_replay_on_an_env_it_was_not_given_is_an_engine_error(toke
 
 
 def test_trl__advantage_settings_are_checked(tokenizer):
-    from adapters.trl import AdvantageConfig
+    from agent_envs.adapters.trl import AdvantageConfig
 
     for bad, match in (
         ({"estimator": "ppo"}, "estimator"),
@@ -394,7 +393,8 @@ def test_trl__environment_factory_pickles_for_a_spawned_rollout_process():
 
 def test_trl__episodes_of_a_dead_env_worker_train_like_engine_errors():
     """A worker death is no behaviour of the policy: its episodes get no loss and no reward."""
-    from adapters.trl import _rows
+    from agent_envs.adapters.trl import _rows
+
     from agent_envs.core.records import Trajectory
 
     def record(reason):
@@ -423,9 +423,8 @@ def test_trl__generation_copy_is_the_merged_model_in_bfloat16_and_follows_each_s
 
     import torch
     from accelerate.utils import convert_outputs_to_fp32
+    from agent_envs.adapters.trl import GenerationCopy, _trainer_engine
     from peft import LoraConfig, get_peft_model
-
-    from adapters.trl import GenerationCopy, _trainer_engine
 
     from .conftest import build_model
 

@@ -1,4 +1,4 @@
-"""The TRL internals that adapters.trl, TokenAdvantageGRPOTrainer and SharedPrefixSFTTrainer
+"""The TRL internals that agent_envs.adapters.trl, TokenAdvantageGRPOTrainer and SharedPrefixSFTTrainer
 rely on.
 
 When TRL moves one of them, a test here fails with a message naming it: update the subclass
@@ -17,15 +17,14 @@ pytest.importorskip("trl")
 torch = pytest.importorskip("torch")
 
 import trl  # noqa: E402
-from trl import GRPOConfig, GRPOTrainer  # noqa: E402
-
-from adapters.trl import episode_return_reward, make_episode_dataset  # noqa: E402
-from adapters.trl_trainer import (  # noqa: E402
+from agent_envs.adapters.trl import episode_return_reward, make_episode_dataset  # noqa: E402
+from agent_envs.adapters.trl.grpo_trainer import (  # noqa: E402
     LUFFY_LOSS_TYPES,
     SUPPORTED_TRL,
     TokenAdvantageGRPOTrainer,
     _trl_supported,
 )
+from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 MOVED = "TRL internals moved (adapters/trl_trainer.py relies on them): "
@@ -42,7 +41,7 @@ def test_trl_internals__installed_trl_is_in_the_pinned_range():
     )
     pins = re.findall(r'"(trl[<>=!~][^"]*)"', (ROOT / "pyproject.toml").read_text())
     assert pins == [f"trl>={SUPPORTED_TRL[0]},<{SUPPORTED_TRL[1]}"], (
-        f"pyproject.toml pins {pins}; adapters.trl_trainer.SUPPORTED_TRL is {SUPPORTED_TRL}"
+        f"pyproject.toml pins {pins}; agent_envs.adapters.trl.grpo_trainer.SUPPORTED_TRL is {SUPPORTED_TRL}"
     )
 
 
@@ -153,7 +152,7 @@ def test_trl_internals__off_policy_term_is_normalised_as_trl_normalises(
 
 
 def test_trl_internals__sft_trainer_pieces_shared_prefix_relies_on():
-    """adapters.sft_trainer.SharedPrefixSFTTrainer: compute_loss's signature, the fused LM
+    """agent_envs.adapters.trl.sft_trainer.SharedPrefixSFTTrainer: compute_loss's signature, the fused LM
     head's keyword and outputs, and the trainer attributes its loss path reads and writes."""
     from trl import SFTTrainer
     from trl.trainer.utils import FusedCausalLMOutput

@@ -12,17 +12,16 @@ import pytest
 pytest.importorskip("trl")
 torch = pytest.importorskip("torch")
 
-from trl import GRPOConfig  # noqa: E402
-
-from adapters import advantages as estimators  # noqa: E402
-from adapters.engines.scripted import random_engine  # noqa: E402
-from adapters.trl import (  # noqa: E402
+from agent_envs.adapters import advantages as estimators  # noqa: E402
+from agent_envs.adapters.engines.scripted import random_engine  # noqa: E402
+from agent_envs.adapters.trl import (  # noqa: E402
     AdvantageConfig,
     episode_return_reward,
     make_episode_dataset,
     make_rollout_func,
 )
-from adapters.trl_trainer import TokenAdvantageGRPOTrainer, policy_shaping  # noqa: E402
+from agent_envs.adapters.trl.grpo_trainer import TokenAdvantageGRPOTrainer, policy_shaping  # noqa: E402
+from trl import GRPOConfig  # noqa: E402
 
 from .conftest import cpu_run_settings  # noqa: E402
 
@@ -75,7 +74,7 @@ def _trainer(tmp_path, model, tokenizer, rollout_func, env_id="grl/Sokoban-v0", 
 
 
 def _expected_by_completion(trajectories, config, group_size):
-    """completion ids -> the per-token advantages adapters.advantages gives, batch by batch."""
+    """completion ids -> the per-token advantages agent_envs.adapters.advantages gives, batch by batch."""
     expected = {}
     for start in range(0, len(trajectories), group_size * 2):
         batch = copy.deepcopy(trajectories[start : start + group_size * 2])

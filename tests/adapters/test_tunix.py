@@ -18,14 +18,14 @@ pytest.importorskip("tunix")
 import gymnasium
 import jax
 import jax.numpy as jnp
+from agent_envs.adapters import tunix as tunix_glue
+from agent_envs.adapters.advantages import episode_advantages, mix_off_policy, token_advantages
+from agent_envs.adapters.engines.scripted import oracle_engine
+from agent_envs.adapters.loop import ChatDelta, RolloutCollector, collect_episodes
+from agent_envs.adapters.loop.engine import GenerationRequest
 from flax import nnx
 
 import agent_envs  # noqa: F401
-from adapters import tunix as tunix_glue
-from adapters.advantages import episode_advantages, mix_off_policy, token_advantages
-from adapters.engines.base import GenerationRequest
-from adapters.engines.scripted import oracle_engine
-from adapters.rollout import ChatDelta, RolloutCollector, collect_episodes
 from agent_envs.core.policies import OraclePolicy
 from agent_envs.core.records import Trajectory
 

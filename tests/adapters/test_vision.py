@@ -10,10 +10,10 @@ import io
 import gymnasium
 import numpy as np
 import pytest
+from agent_envs.adapters.loop import ChatDelta, RolloutCollector
+from agent_envs.adapters.loop.engine import GenerationRequest, SamplingConfig
 
 import agent_envs  # noqa: F401
-from adapters.engines.base import GenerationRequest, SamplingConfig
-from adapters.rollout import ChatDelta, RolloutCollector
 from tests.adapters.conftest import build_tokenizer
 
 torch = pytest.importorskip("torch")
@@ -99,7 +99,7 @@ def vlm(processor):
 
 
 def _engine(vlm, processor, **kwargs):
-    from adapters.engines.transformers_vlm import VisionLanguageEngine
+    from agent_envs.adapters.engines.transformers_vlm import VisionLanguageEngine
 
     return VisionLanguageEngine(vlm, processor, sampling=SamplingConfig(temperature=0), **kwargs)
 
@@ -194,7 +194,7 @@ def test_vision__the_engine_reads_the_pictures(vlm, processor):
 
 
 def _data_part(image: np.ndarray) -> dict:
-    from renderers.image_obs import image_message
+    from agent_envs.renderers.image_obs import image_message
 
     return image_message("", image)["content"][1]
 
@@ -239,7 +239,7 @@ def test_vision__bad_engine_arguments_are_named(vlm, processor, argument, value)
 
 
 def test_vision__a_processor_without_images_is_refused(vlm):
-    from adapters.engines.transformers_vlm import VisionLanguageEngine
+    from agent_envs.adapters.engines.transformers_vlm import VisionLanguageEngine
 
     with pytest.raises(ValueError, match="processor"):
         VisionLanguageEngine(vlm, build_tokenizer())
@@ -291,10 +291,9 @@ def test_vision__grpo_steps_on_images_with_a_one_turn_rollout_func(tmp_path, pro
     types then line up with the rollout's ids, asserted below). Frames shown in later turns
     cannot reach the loss: with ``max_turns=2`` Qwen2-VL's forward raises "Image features and
     image tokens do not match, tokens: 32, features: 16" (modeling_qwen2_vl.py:1058)."""
+    from agent_envs.adapters.engines.transformers_vlm import VisionLanguageEngine
+    from agent_envs.adapters.trl import episode_key, episode_return_reward, make_rollout_func
     from trl import GRPOConfig, GRPOTrainer
-
-    from adapters.engines.transformers_vlm import VisionLanguageEngine
-    from adapters.trl import episode_key, episode_return_reward, make_rollout_func
 
     env_id = "grl/Sokoban-vision-v0"
     processor.tokenizer.padding_side = "left"
@@ -312,7 +311,7 @@ def test_vision__grpo_steps_on_images_with_a_one_turn_rollout_func(tmp_path, pro
     )
 
     def rollout_func(prompts, trainer):
-        # adapters.trl keys episodes by a JSON prompt; these prompts are the real first turn
+        # agent_envs.adapters.trl keys episodes by a JSON prompt; these prompts are the real first turn
         texts = [
             next(p["text"] for p in prompt[-1]["content"] if p["type"] == "text")
             for prompt in prompts
@@ -394,8 +393,8 @@ def test_vision__async_collector_records_equal_the_lockstep_ones():
     (without it every vision episode ended with an engine error)."""
     import asyncio
 
-    from adapters.async_rollout import AsyncRolloutCollector
-    from adapters.engines.transformers_vlm import VisionLanguageEngine
+    from agent_envs.adapters.engines.transformers_vlm import VisionLanguageEngine
+    from agent_envs.adapters.loop.async_collector import AsyncRolloutCollector
 
     processor = build_processor()
     engine = VisionLanguageEngine(

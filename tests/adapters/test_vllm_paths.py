@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
-from adapters.engines.base import GenerationRequest, SamplingConfig
+from agent_envs.adapters.loop.engine import GenerationRequest, SamplingConfig
 
 
 @dataclass
@@ -63,7 +62,7 @@ def fake_vllm(monkeypatch):
 
 
 def test_vllm__per_request_sampling_params_and_logprobs(fake_vllm, tokenizer):
-    from adapters.engines.vllm import VLLMEngine
+    from agent_envs.adapters.engines.vllm import VLLMEngine
 
     llm = FakeLLM()
     engine = VLLMEngine(llm, tokenizer=tokenizer, sampling=SamplingConfig(temperature=0.5))
@@ -94,7 +93,7 @@ def _seeds_of_two_turns(engine, llm):
 def test_vllm__each_group_member_gets_its_own_reproducible_seed(fake_vllm, tokenizer):
     """With one seed for every request, the G members of a seeded group sample G identical
     episodes; request k of the engine's life gets seed + k instead."""
-    from adapters.engines.vllm import VLLMEngine
+    from agent_envs.adapters.engines.vllm import VLLMEngine
 
     runs = []
     for _ in range(2):  # the same run twice
@@ -109,9 +108,8 @@ def test_vllm__each_group_member_gets_its_own_reproducible_seed(fake_vllm, token
 
 
 def test_vllm__missing_vllm_raises_dependency_error(monkeypatch):
+    from agent_envs.adapters.engines.vllm import VLLMEngine
     from gymnasium.error import DependencyNotInstalled
-
-    from adapters.engines.vllm import VLLMEngine
 
     monkeypatch.setitem(sys.modules, "vllm", None)
     with pytest.raises(DependencyNotInstalled, match="vllm"):
@@ -119,7 +117,7 @@ def test_vllm__missing_vllm_raises_dependency_error(monkeypatch):
 
 
 def test_vllm__rollout_func_uses_trl_vllm_generation_in_server_mode(tokenizer):
-    from adapters.trl import episode_key, make_rollout_func
+    from agent_envs.adapters.trl import episode_key, make_rollout_func
 
     class Generation:
         mode = "server"

@@ -1,4 +1,4 @@
-"""benchmarks._allocator: finding tcmalloc, reading the loaded allocator, and starting a
+"""agent_envs.adapters.trl.allocator: finding tcmalloc, reading the loaded allocator, and starting a
 command again under it."""
 
 from __future__ import annotations
@@ -8,9 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from benchmarks import _allocator
-from benchmarks._allocator import check_allocator, find_tcmalloc, loaded_allocator, use_allocator
+from agent_envs.adapters.trl.allocator import (
+    check_allocator,
+    find_tcmalloc,
+    loaded_allocator,
+    use_allocator,
+)
+from agent_envs.benchmarks import _allocator
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,7 +54,7 @@ def test_allocator__bad_value_and_missing_library_name_the_flag(monkeypatch, cap
 @pytest.mark.skipif(find_tcmalloc() is None, reason="no tcmalloc installed (make tcmalloc)")
 def test_allocator__a_command_starts_again_under_tcmalloc():
     code = (
-        "from benchmarks._allocator import loaded_allocator, use_allocator; "
+        "from agent_envs.adapters.trl.allocator import loaded_allocator, use_allocator; "
         "import sys; print(loaded_allocator(), use_allocator(sys.argv[1]))"
     )
     for choice, expected in (("tcmalloc", "tcmalloc"), ("auto", "tcmalloc"), ("system", "system")):

@@ -13,9 +13,9 @@ import pytest
 pytest.importorskip("textarena")
 pytest.importorskip("openskill")
 
-from adapters.textarena import make
-from benchmarks import arena
-from benchmarks.leaderboard import eval_seeds
+from agent_envs.adapters.textarena import make
+from agent_envs.benchmarks import arena
+from agent_envs.benchmarks.leaderboard import eval_seeds
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
-from benchmarks._cli import parse_flags, write_report
+from agent_envs.benchmarks._cli import parse_flags, write_report
 
 
 @dataclass
@@ -75,7 +74,7 @@ def test_cli__write_report_to_nowhere_writes_nothing(tmp_path, monkeypatch):
 
 
 def test_cli__finish_report_prints_writes_and_returns_the_joined_lines(tmp_path, capsys):
-    from benchmarks._cli import finish_report
+    from agent_envs.benchmarks._cli import finish_report
 
     text = finish_report(["# title", "", "| a |"], tmp_path / "sub" / "r.md")
     assert text == "# title\n\n| a |\n"

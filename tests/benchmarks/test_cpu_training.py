@@ -1,9 +1,9 @@
-"""benchmarks.cpu_allocator / generation_copy / rl_micro_batch: the side-by-side rounds and their
+"""agent_envs.benchmarks.cpu_allocator / generation_copy / rl_micro_batch: the side-by-side rounds and their
 tables."""
 
 from __future__ import annotations
 
-from benchmarks.cpu_allocator import alternate, table_rows
+from agent_envs.benchmarks.cpu_allocator import alternate, table_rows
 
 
 def test_cpu_training__sides_alternate_in_fresh_folders_that_are_removed():
@@ -34,8 +34,7 @@ def test_rl_micro_batch__a_side_killed_by_a_signal_is_reported_not_raised():
     import sys
 
     import pytest
-
-    from benchmarks.rl_micro_batch import _cell, _peak_run
+    from agent_envs.benchmarks.rl_micro_batch import _cell, _peak_run
 
     fine = _peak_run([sys.executable, "-c", "x = bytearray(300 * 2**20)"])
     assert fine["killed"] is None and fine["peak_gib"] > 0.25

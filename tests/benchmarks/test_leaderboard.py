@@ -13,16 +13,21 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-
-from agent_envs.core.records import Step, Trajectory
-from benchmarks import leaderboard
-from benchmarks.leaderboard_replay import Mismatch, make_env, replay_episode, replay_mismatches
-from benchmarks.leaderboard_stats import (
+from agent_envs.benchmarks import leaderboard
+from agent_envs.benchmarks.leaderboard.replay import (
+    Mismatch,
+    make_env,
+    replay_episode,
+    replay_mismatches,
+)
+from agent_envs.benchmarks.leaderboard.stats import (
     compare_summaries,
     mean_and_stderr,
     paired_difference,
     summarize,
 )
+
+from agent_envs.core.records import Step, Trajectory
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE_IDS = ["grl/Sokoban-v0", "grl/GSM8K-v0"]
@@ -472,7 +477,7 @@ def test_report__html_parses_is_self_contained_and_links_replays(smoke_run):
 # --------------------------------------------------------------------------- CLI
 def test_cli__smoke_then_validate(tmp_path):
     out = tmp_path / "cli"
-    command = [sys.executable, "-m", "benchmarks.leaderboard"]
+    command = [sys.executable, "-m", "agent_envs.benchmarks.leaderboard"]
     ran = subprocess.run(
         [*command, "--envs", *SMOKE_IDS, "--agents", "random", "oracle", "--seeds", "2",
          "--out", str(out), "--no-progress", "--no-replays"],
@@ -491,7 +496,7 @@ def test_cli__smoke_then_validate(tmp_path):
 def test_run__model_agents_keep_their_envs_seeds_and_turn_cap(tmp_path, monkeypatch):
     """A model agent (here the oracle behind the engine path, batched) plays only
     ``--model-envs``, the first ``--model-seeds`` seeds and at most ``--model-max-turns``."""
-    from adapters.engines import oracle_engine
+    from agent_envs.adapters.engines import oracle_engine
 
     devices = []
 
@@ -502,7 +507,7 @@ def test_run__model_agents_keep_their_envs_seeds_and_turn_cap(tmp_path, monkeypa
         return real_engine(agent, seed)
 
     real_engine = leaderboard.make_engine
-    monkeypatch.setattr(leaderboard, "make_engine", fake_engine)
+    monkeypatch.setattr(leaderboard.run, "make_engine", fake_engine)
     out = tmp_path / "run"
     summary = run_smoke(
         out, "--agents", "random", "hf:/models/tiny", "--seeds", "3", "--model-seeds", "2",

@@ -1,10 +1,9 @@
-"""benchmarks.sft_shared_prefix on a tiny checkpoint folder: the report, and too few batches."""
+"""agent_envs.benchmarks.sft_shared_prefix on a tiny checkpoint folder: the report, and too few batches."""
 
 from __future__ import annotations
 
 import pytest
-
-from benchmarks import sft_shared_prefix
+from agent_envs.benchmarks import sft_shared_prefix
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("textarena")
 
-from adapters.textarena import make
-from benchmarks.textarena_overhead import (
+from agent_envs.adapters.textarena import make
+from agent_envs.benchmarks.textarena_overhead import (
     Args,
     main,
     play_contract,

@@ -1,4 +1,4 @@
-"""benchmarks.train: seeds, flags, and the whole pipeline on a tiny model (slow)."""
+"""agent_envs.benchmarks.train: seeds, flags, and the whole pipeline on a tiny model (slow)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from benchmarks import train
-from benchmarks._allocator import loaded_allocator
-from benchmarks.leaderboard import eval_seeds
+from agent_envs.adapters.trl.allocator import loaded_allocator
+from agent_envs.benchmarks import train
+from agent_envs.benchmarks.leaderboard import eval_seeds
 
 
 def test_train__seeds_are_disjoint_from_the_published_eval_seeds():
@@ -36,8 +35,7 @@ def test_train__flags_fill_the_args_dataclass():
 
 def test_train__device_flag_resolves_or_names_itself():
     import torch
-
-    from benchmarks.leaderboard import resolve_device
+    from agent_envs.benchmarks.leaderboard import resolve_device
 
     assert train.parse_args(["--device", "cuda"]).device == "cuda"
     assert train.Args().device == "auto"
@@ -72,7 +70,7 @@ def test_train__time_limit_ends_the_stage_after_the_step_that_reaches_it():
 
 
 def test_train__generation_dtype_resolves_or_names_itself():
-    from benchmarks.leaderboard import resolve_device
+    from agent_envs.benchmarks.leaderboard import resolve_device
 
     on_cpu = resolve_device("auto") == "cpu"
     assert train.generation_dtype(train.Args()) == ("bfloat16" if on_cpu else None)
@@ -215,7 +213,8 @@ def test_train__agent_names_are_the_issue_names():
 def test_train__pipeline_on_a_tiny_model_resumes_and_validates(tmp_path):
     """SFT, one GRPO and one LUFFY step, the leaderboard eval and the curves, on a tiny random
     Qwen2; a second run finds every stage done and plays nothing again."""
-    from benchmarks import leaderboard
+    from agent_envs.benchmarks import leaderboard
+
     from tests.adapters.conftest import build_model, build_tokenizer
 
     tokenizer = build_tokenizer()
@@ -285,10 +284,10 @@ def test_train__pipeline_on_a_tiny_model_resumes_and_validates(tmp_path):
 def test_train__every_env_generates_from_one_shared_model_copy(monkeypatch):
     """Two envs' rollout functions share one bfloat16 copy (one deep copy and merge per
     optimizer step, one copy in memory), and each hands it to the trainer's engine."""
-    import adapters.trl
+    import agent_envs.adapters.trl
 
     given, engines = [], []
-    make_rollout_func = adapters.trl.make_rollout_func
+    make_rollout_func = agent_envs.adapters.trl.make_rollout_func
 
     def recording(env_id, **kwargs):
         given.append(kwargs["generation_dtype"])
@@ -298,16 +297,16 @@ def test_train__every_env_generates_from_one_shared_model_copy(monkeypatch):
         engines.append(generation_copy)
         raise RuntimeError("stop before playing")
 
-    monkeypatch.setattr(adapters.trl, "make_rollout_func", recording)
-    monkeypatch.setattr(adapters.trl, "_trainer_engine", engine_of)
+    monkeypatch.setattr(agent_envs.adapters.trl, "make_rollout_func", recording)
+    monkeypatch.setattr(agent_envs.adapters.trl, "_trainer_engine", engine_of)
     envs = ["grl/Sokoban-v0", "grl/Blocksworld-v0"]
     args = train.Args(envs=envs, device="cpu", generation_dtype="bfloat16")
     rollout = train._multi_env_rollout_func(args, "grpo")
     assert len(given) == 2 and given[0] is given[1]
-    assert isinstance(given[0], adapters.trl.GenerationCopy)
+    assert isinstance(given[0], agent_envs.adapters.trl.GenerationCopy)
     for env_id in envs:
         with pytest.raises(RuntimeError, match="stop before playing"):
-            rollout([adapters.trl.episode_key(env_id, 1)], None)
+            rollout([agent_envs.adapters.trl.episode_key(env_id, 1)], None)
     assert engines == [given[0], given[0]]
     train._multi_env_rollout_func(dataclasses.replace(args, generation_dtype="model"), "grpo")
     assert given[2:] == [None, None]

@@ -6,8 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
-
-from benchmarks.vector_overhead import Args, main, measure
+from agent_envs.benchmarks.vector_overhead import Args, main, measure
 
 
 @pytest.fixture(scope="module")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from renderers import Grid, GridFrame, TextFrame, Tile
-from renderers.ansi import to_ansi
+from agent_envs.renderers import Grid, GridFrame, TextFrame, Tile
+from agent_envs.renderers.ansi import to_ansi
 
 FRAME = GridFrame(
     (Grid(("#X", "#O"), "Now"), Grid(("1",), "Goal")),

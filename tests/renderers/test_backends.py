@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from agent_envs.renderers import FrameRenderer, TextFrame
+from agent_envs.renderers._optional import require
+from agent_envs.renderers.pygame_backend import HumanWindow
 from gymnasium.error import DependencyNotInstalled
-
-from renderers import FrameRenderer, TextFrame
-from renderers._optional import require
-from renderers.pygame_backend import HumanWindow
 
 
 def test_backends__human_window_shows_frames_headless():

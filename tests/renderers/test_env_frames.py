@@ -8,12 +8,12 @@ import pickle
 import gymnasium as gym
 import numpy as np
 import pytest
+from agent_envs.renderers import GridFrame, TextFrame
+from agent_envs.renderers.ansi import to_ansi
+from agent_envs.renderers.raster import draw, frame_size
 
 import agent_envs  # noqa: F401  (registers the grl/* ids)
 from agent_envs.core.policies import format_answer
-from renderers import GridFrame, TextFrame
-from renderers.ansi import to_ansi
-from renderers.raster import draw, frame_size
 
 IDS = sorted(env_id for env_id in gym.registry if env_id.startswith("grl/"))
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from renderers import Grid, GridFrame, TextFrame, Tile, frame_from_dict, frame_to_dict
+from agent_envs.renderers import Grid, GridFrame, TextFrame, Tile, frame_from_dict, frame_to_dict
 
 LEGEND = {"#": Tile("wall", "wall"), "X": Tile("box", "box", (200, 100, 50)), " ": Tile("blank")}
 

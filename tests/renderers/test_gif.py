@@ -7,12 +7,12 @@ import importlib.util
 import gymnasium as gym
 import numpy as np
 import pytest
+from agent_envs.renderers.episodes import record_episode
+from agent_envs.renderers.gif import REPLY_PANEL_HEIGHT, turn_images, write_gif, write_mp4
 from PIL import Image
 
 import agent_envs  # noqa: F401
 from agent_envs.core.policies import format_answer
-from renderers.episodes import record_episode
-from renderers.gif import REPLY_PANEL_HEIGHT, turn_images, write_gif, write_mp4
 
 REPLIES = ["<answer>Left || Up</answer>", "I think... <answer>Down</answer>", "no answer"]
 

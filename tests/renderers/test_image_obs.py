@@ -8,10 +8,10 @@ import io
 import gymnasium as gym
 import numpy as np
 import pytest
+from agent_envs.renderers.image_obs import ImageObservation, image_message
 from PIL import Image
 
 import agent_envs  # noqa: F401
-from renderers.image_obs import ImageObservation, image_message
 
 
 def test_image_obs__observations_hold_text_and_the_frame():

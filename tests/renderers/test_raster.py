@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from agent_envs.renderers import Grid, GridFrame, TextFrame, Tile
+from agent_envs.renderers.raster import TEXT_CARD_SIZE, draw, frame_size
 
 from agent_envs.envs.sokoban.env import SokobanEnv
-from renderers import Grid, GridFrame, TextFrame, Tile
-from renderers.raster import TEXT_CARD_SIZE, draw, frame_size
 
 # Row 1: player, box, target, box on target, floor.
 LEVEL = "#######\n#@$.* #\n#######"

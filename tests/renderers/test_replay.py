@@ -12,11 +12,11 @@ from html.parser import HTMLParser
 import gymnasium as gym
 import numpy as np
 import pytest
+from agent_envs.renderers.episodes import load_episodes, record_episode
+from agent_envs.renderers.replay import main, replay_html
 from PIL import Image
 
 import agent_envs  # noqa: F401
-from renderers.episodes import load_episodes, record_episode
-from renderers.replay import main, replay_html
 
 LEADERBOARD_LINE = {
     "env_id": "grl/Sokoban-v0", "agent": "random", "seed": 0, "episode_return": -1.0,

@@ -9,10 +9,10 @@ import signal
 
 import numpy as np
 import pytest
+from agent_envs.adapters.loop.collector import RolloutCollector
+from agent_envs.adapters.loop.engine import Generation
 from gymnasium.vector import AutoresetMode
 
-from adapters.engines.base import Generation
-from adapters.rollout import RolloutCollector
 from agent_envs.vector import TextVectorEnv, WorkerDiedError
 from agent_envs.vector.seeding import SeedStream
 from tests.core.toy_env import CounterEnv

@@ -18,7 +18,7 @@ from agent_envs.envs.bird.parsing import decode_action
 from agent_envs.envs.bird.sandbox import Sandbox, SandboxPool
 from agent_envs.envs.bird.schema import read_tables, render_schema
 from agent_envs.envs.bird.types import EpisodeState, QueryKind, SqlAction
-from renderers import TextFrame
+from agent_envs.renderers import TextFrame
 
 __all__ = ["BirdEnv"]
 

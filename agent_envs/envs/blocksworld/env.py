@@ -17,7 +17,7 @@ from agent_envs.envs.blocksworld.constants import (
 )
 from agent_envs.envs.blocksworld.parsing import decode_action, format_move
 from agent_envs.envs.blocksworld.types import Move, State
-from renderers import Grid, GridFrame, Tile
+from agent_envs.renderers import Grid, GridFrame, Tile
 
 __all__ = ["BlocksworldEnv"]
 

@@ -12,7 +12,7 @@ from agent_envs.core.env import ActionResult, TextEnv
 from agent_envs.core.parsing import ParsedReply
 from agent_envs.core.spaces import text_space
 from agent_envs.envs.gsm8k import data, generator, grading, prompts
-from renderers import TextFrame
+from agent_envs.renderers import TextFrame
 
 __all__ = ["SOURCES", "GSM8KEnv"]
 

@@ -13,13 +13,13 @@ from agent_envs.envs.sokoban.constants import ACTION_NAMES, Action
 from agent_envs.envs.sokoban.levels import parse_xsb
 from agent_envs.envs.sokoban.parsing import decode_action
 from agent_envs.envs.sokoban.types import SokobanState
-from renderers import Grid, GridFrame, Tile
+from agent_envs.renderers import Grid, GridFrame, Tile
 
 __all__ = ["SokobanEnv"]
 
 _FEEDBACK_ROOM = 200  # characters reserved for the one-line feedback of an invalid turn
 _ORACLE_MAX_STATES = 200_000  # the oracle gives up (answers nothing) past this many states
-# How each board glyph looks in a rendered frame (see `renderers.frames`).
+# How each board glyph looks in a rendered frame (see `agent_envs.renderers.frames`).
 _LEGEND = {
     "#": Tile("wall", "wall"),
     "_": Tile("floor", "floor"),

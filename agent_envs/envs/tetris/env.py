@@ -21,7 +21,7 @@ from agent_envs.envs.tetris.constants import (
 from agent_envs.envs.tetris.generator import PieceQueue, check_sequence
 from agent_envs.envs.tetris.parsing import action_table, decode_action
 from agent_envs.envs.tetris.types import Game, TetrisState, Transition
-from renderers import Grid, GridFrame, Tile
+from agent_envs.renderers import Grid, GridFrame, Tile
 
 __all__ = ["TetrisEnv"]
 

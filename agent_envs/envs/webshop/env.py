@@ -16,7 +16,7 @@ from agent_envs.envs.webshop.goals import GOAL_KINDS, SPLITS, check_goal
 from agent_envs.envs.webshop.parsing import Action, parse_action
 from agent_envs.envs.webshop.search import resolve_backend
 from agent_envs.envs.webshop.text import to_ascii
-from renderers import TextFrame
+from agent_envs.renderers import TextFrame
 
 __all__ = ["SOURCES", "WebShopEnv"]
 

@@ -1,5 +1,5 @@
 """Servers for the env-server tests: in this process (uvicorn in a thread, on a socket bound
-to 127.0.0.1 and a free port), or as a ``python -m adapters.server`` process stopped by its
+to 127.0.0.1 and a free port), or as a ``python -m agent_envs.adapters.server`` process stopped by its
 pid."""
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ pytest.importorskip("websockets")
 def serve(app: Any, port: int = 0) -> Iterator[str]:
     """Serve ``app`` on 127.0.0.1 (``port=0``: a free one) for the ``with`` block."""
     import uvicorn
-
-    from adapters.server.__main__ import bind_socket
+    from agent_envs.adapters.server.__main__ import bind_socket
 
     sock = bind_socket("127.0.0.1", port)
     server = uvicorn.Server(uvicorn.Config(app, log_level="error", ws_max_size=64 << 20))
@@ -44,7 +43,7 @@ def serve(app: Any, port: int = 0) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def server_url() -> Iterator[str]:
-    from adapters.server import create_app
+    from agent_envs.adapters.server import create_app
 
     with serve(create_app()) as url:
         yield url

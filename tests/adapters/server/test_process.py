@@ -1,6 +1,6 @@
-"""The server as a process (``python -m adapters.server``): killed with SIGKILL mid-run and
+"""The server as a process (``python -m agent_envs.adapters.server``): killed with SIGKILL mid-run and
 restarted on the same port, its clients' episodes go on (replayed); the bounded load run of
-`benchmarks.server_load`; the listening socket turns Nagle off."""
+`agent_envs.benchmarks.server_load`; the listening socket turns Nagle off."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import socket
 
 import gymnasium
 import pytest
+from agent_envs.adapters.server import RemoteEnv, RemoteVectorEnv
+from agent_envs.adapters.server.__main__ import bind_socket
+from agent_envs.benchmarks.server_load import ServerProcess, health, killed_clients_reaped, run_load
 
 import agent_envs  # noqa: F401
-from adapters.server import RemoteEnv, RemoteVectorEnv
-from adapters.server.__main__ import bind_socket
-from benchmarks.server_load import ServerProcess, health, killed_clients_reaped, run_load
 
 pytestmark = pytest.mark.slow
 

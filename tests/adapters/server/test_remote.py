@@ -10,11 +10,11 @@ import time
 import gymnasium
 import numpy as np
 import pytest
+from agent_envs.adapters.loop.collector import RolloutCollector
+from agent_envs.adapters.loop.engine import Generation
+from agent_envs.adapters.server import RemoteEnv, RemoteVectorEnv, ServerUnavailable, create_app
 
 import agent_envs  # noqa: F401
-from adapters.engines.base import Generation
-from adapters.rollout import RolloutCollector
-from adapters.server import RemoteEnv, RemoteVectorEnv, ServerUnavailable, create_app
 from tests.adapters.server.conftest import serve
 
 REPLIES = [

@@ -121,9 +121,8 @@ def test_rollouts__an_unreachable_model_server_ends_episodes_with_an_error(serve
 
 def test_openenv__a_grl_id_served_through_openenv_with_openenv_client():
     pytest.importorskip("openenv")
+    from agent_envs.adapters.server.openenv import create_openenv_app
     from openenv.core import GenericEnvClient
-
-    from adapters.server.openenv import create_openenv_app
 
     local = gymnasium.make("grl/Sokoban-v0", max_turns=3)
     with serve(create_openenv_app("grl/Sokoban-v0", max_concurrent_envs=8, max_turns=3)) as url:
@@ -159,8 +158,8 @@ def test_openenv__a_grl_id_served_through_openenv_with_openenv_client():
 
 def test_openenv__unknown_id_or_bad_kwargs_fail_before_serving():
     pytest.importorskip("openenv")
-    from adapters.server.openenv import create_openenv_app
-    from adapters.server.sessions import BadEnvArguments, UnknownEnv
+    from agent_envs.adapters.server.openenv import create_openenv_app
+    from agent_envs.adapters.server.sessions import BadEnvArguments, UnknownEnv
 
     with pytest.raises(UnknownEnv, match="grl/Nope-v0"):
         create_openenv_app("grl/Nope-v0")

@@ -9,9 +9,9 @@ import time
 import gymnasium
 import httpx
 import pytest
+from agent_envs.adapters.server import RemoteEnv, ServerError, create_app
 
 import agent_envs  # noqa: F401
-from adapters.server import RemoteEnv, ServerError, create_app
 from tests.adapters.server.conftest import serve
 
 JSON = {"content-type": "application/json"}
@@ -257,7 +257,7 @@ def test_server__bad_configuration_names_the_argument(kwargs, name):
 def test_server__runner_sends_calls_to_threads_only_while_they_are_slow(monkeypatch):
     """One slow call (or a preemption) moves the env id's next call to a thread; fast calls
     bring it back inline; an env whose calls stay slow stays in threads."""
-    import adapters.server.app as app_module
+    import agent_envs.adapters.server.app as app_module
 
     runner = app_module._Runner(inline_budget=0.002)
     durations = iter([0.0005, 0.2, 0.0005, 0.0005] + [0.01] * 7)

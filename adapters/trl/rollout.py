@@ -3,7 +3,7 @@
 Three pieces, used together::
 
     from trl import GRPOConfig, GRPOTrainer
-    from adapters.trl import episode_return_reward, make_episode_dataset, make_rollout_func
+    from agent_envs.adapters.trl import episode_return_reward, make_episode_dataset, make_rollout_func
 
     trainer = GRPOTrainer(
         model=model,
@@ -19,7 +19,7 @@ Three pieces, used together::
   (a JSON string with the env id and seed), which is what TRL hands to ``rollout_func``.
 - :func:`make_rollout_func`: TRL passes each key ``num_generations`` times; every copy is an
   episode from the same seed, hence the same start state (a GRPO group). Episodes run through
-  the :class:`~adapters.rollout.RolloutCollector`, on ``trainer.vllm_generation`` when the
+  the :class:`~agent_envs.adapters.loop.collector.RolloutCollector`, on ``trainer.vllm_generation`` when the
   trainer uses vLLM, otherwise on the trainer's own model with ``transformers``. It returns,
   one row per prompt: ``prompt_ids`` (template of the system message and first observation),
   ``completion_ids`` (the whole multi-turn episode after it), ``logprobs`` (sampled-token
@@ -31,11 +31,11 @@ Three pieces, used together::
 - :func:`episode_return_reward`: the reward function returning each episode's return.
 
 Per-token advantages: ``make_rollout_func(..., advantages=AdvantageConfig(...))`` adds
-``token_advantages`` (GRPO, Dr. GRPO, RLOO or GiGPO from :mod:`adapters.advantages`, computed
+``token_advantages`` (GRPO, Dr. GRPO, RLOO or GiGPO from :mod:`agent_envs.adapters.advantages`, computed
 over each group's records) and ``off_policy`` (LUFFY's oracle rows, ``off_policy=k`` per
 group, from the start state or, with ``oracle_start="recovery"``, from where a failed episode
 of the group stood after its first turn); train them with
-:class:`adapters.trl_trainer.TokenAdvantageGRPOTrainer`.
+:class:`agent_envs.adapters.trl.grpo_trainer.TokenAdvantageGRPOTrainer`.
 
 :func:`make_environment_factory` (with :func:`make_tool_dataset`) builds the other TRL
 route, ``environment_factory``, for tool-calling models: the env's turn as a documented tool
@@ -45,29 +45,26 @@ method and ``get_reward()``.
 from __future__ import annotations
 
 import copy
-import copyreg
 import json
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from agent_envs.adapters import advantages as estimators
+from agent_envs.adapters.loop.collector import RolloutCollector
+from agent_envs.adapters.loop.engine import Generation, GenerationRequest, SamplingConfig
+from agent_envs.adapters.trl.config import AdvantageConfig
 
-from adapters import advantages as estimators
-from adapters.engines.base import Generation, GenerationRequest, SamplingConfig
-from adapters.rollout import RolloutCollector
 from agent_envs.core.records import Trajectory
 
 __all__ = [
-    "AdvantageConfig",
     "GenerationCopy",
     "episode_key",
     "episode_return_reward",
-    "make_environment_factory",
     "make_episode_dataset",
     "make_rollout_func",
-    "make_tool_dataset",
+    "parse_episode_key",
     "success_reward",
 ]
 
@@ -77,7 +74,7 @@ def episode_key(env_id: str, seed: int) -> str:
     return json.dumps({"env_id": env_id, "seed": int(seed)}, separators=(",", ":"))
 
 
-def _parse_key(prompt: Any) -> tuple[str, int]:
+def parse_episode_key(prompt: Any) -> tuple[str, int]:
     if isinstance(prompt, list) and prompt and isinstance(prompt[-1], dict):
         prompt = prompt[-1].get("content", "")
     try:
@@ -116,18 +113,6 @@ def make_episode_dataset(env_id: str, seeds: Iterable[int], **env_kwargs: Any) -
             "instructions": [instructions] * len(seeds),
         }
     )
-
-
-def make_tool_dataset(env_id: str, seeds: Iterable[int], **env_kwargs: Any) -> Any:
-    """The dataset for :func:`make_environment_factory`: one row per seed, ``prompt`` a user
-    message asking to play the episode with the ``play`` tool (TRL appends the first
-    observation to it), ``seed`` the episode's seed."""
-    dataset = make_episode_dataset(env_id, seeds, **env_kwargs)
-    request = (
-        f"Play this {env_id.split('/')[-1]} episode. Call the play tool once per turn with "
-        "your answer; the current state follows.\n"
-    )
-    return dataset.map(lambda row: {"prompt": [{"role": "user", "content": request}]})
 
 
 class _TRLServerEngine:
@@ -173,7 +158,7 @@ class GenerationCopy:
 
     On CPU, decoding one token reads every weight, and a bfloat16 copy halves those bytes;
     under autocast each step would cast the fp32 weights again, and the LoRA layers add their
-    own matmuls. Measured on a 2-core Xeon inside ``benchmarks.train``'s GRPO stage (SmolLM2-
+    own matmuls. Measured on a 2-core Xeon inside ``agent_envs.benchmarks.train``'s GRPO stage (SmolLM2-
     135M, 8 Blocksworld episodes, 34 turns): 15.5 s on the copy against 27.9 s on the trained
     model. Making the copy costs one deep copy and merge per optimizer step (~1 s here). The
     episodes' logprobs are the copy's (TRL scores the tokens again with the trained model).
@@ -190,7 +175,7 @@ class GenerationCopy:
         self._version: Any = None
 
     def __call__(self, model: Any) -> Any:
-        from adapters.engines.transformers import _weights_version
+        from agent_envs.adapters.engines.transformers import _weights_version
 
         version = _weights_version(model)
         if self._model is None or version is None or version != self._version:
@@ -256,11 +241,11 @@ def _trainer_engine(trainer: Any, generation_copy: GenerationCopy | None = None)
             and not getattr(args, "vllm_enable_sleep_mode", False)
         )
         if plain_colocate:
-            from adapters.engines.vllm import VLLMEngine
+            from agent_envs.adapters.engines.vllm import VLLMEngine
 
             return VLLMEngine(generation.llm, tokenizer=tokenizer, sampling=sampling)
         return _TRLServerEngine(generation, tokenizer)
-    from adapters.engines.transformers import TransformersEngine
+    from agent_envs.adapters.engines.transformers import TransformersEngine
 
     model = trainer.accelerator.unwrap_model(trainer.model)
     if generation_copy is not None:
@@ -269,73 +254,6 @@ def _trainer_engine(trainer: Any, generation_copy: GenerationCopy | None = None)
 
 
 logger = logging.getLogger(__name__)
-
-_ESTIMATORS = ("grpo", "drgrpo", "rloo", "gigpo")
-#: where LUFFY's oracle episodes start (:class:`AdvantageConfig`)
-ORACLE_STARTS = ("reset", "recovery")
-
-
-@dataclass(frozen=True)
-class AdvantageConfig:
-    """How :func:`make_rollout_func` computes per-token advantages for
-    :class:`adapters.trl_trainer.TokenAdvantageGRPOTrainer`: from each group's `Trajectory`
-    records with :mod:`adapters.advantages`, in place of TRL's normalisation of rewards.
-
-    Attributes:
-        estimator: ``"grpo"``, ``"drgrpo"`` or ``"rloo"`` (one episode advantage on every model
-            token of the episode) or ``"gigpo"`` (each turn's advantage on that turn's model
-            tokens).
-        gamma, omega, normalize, stats: GiGPO's settings (:func:`adapters.advantages.gigpo`).
-        off_policy: LUFFY's mixing: this many rows of every group are the env's oracle episode
-            of the group's seed instead of sampled episodes (0: none). Advantages are taken over
-            the mixed group; the trainer trains these rows with the policy-shaping loss.
-        oracle_start: where those oracle episodes start. ``"reset"``: the start state (LUFFY).
-            ``"recovery"``: each replays the first turn of a sampled episode of its group that
-            went on past that turn and failed (its own tokens, given no loss and advantage 0,
-            ``metadata["replayed_turns"] = 1``), then the oracle finishes from the state that
-            turn left: guidance where the policy has to recover, which an oracle episode from
-            the start never shows. A group without such an episode gets one from the start.
-            With ``"gigpo"`` the oracle's recovery turn joins the anchor group of the failed
-            episode's second turn.
-    """
-
-    estimator: str = "grpo"
-    gamma: float = 0.95
-    omega: float = 1.0
-    normalize: str = "mean"
-    stats: str = "trajectory"
-    off_policy: int = 0
-    oracle_start: str = "reset"
-
-    def __post_init__(self) -> None:
-        for name, value, allowed in (
-            ("estimator", self.estimator, _ESTIMATORS),
-            ("oracle_start", self.oracle_start, ORACLE_STARTS),
-            ("normalize", self.normalize, estimators.NORMALIZE),
-            ("stats", self.stats, estimators.STATS),
-        ):
-            if value not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
-        if not 0.0 <= self.gamma <= 1.0:
-            raise ValueError(f"gamma must be in [0, 1], got {self.gamma!r}")
-        if isinstance(self.off_policy, bool) or not isinstance(self.off_policy, int):
-            raise ValueError(f"off_policy must be an int >= 0, got {self.off_policy!r}")
-        if self.off_policy < 0:
-            raise ValueError(f"off_policy must be an int >= 0, got {self.off_policy!r}")
-
-    def turn_advantages(self, trajectories: list[Trajectory]) -> list[np.ndarray]:
-        """One advantage per turn of each trajectory, groups by ``group_id``."""
-        if self.estimator == "gigpo":
-            return estimators.gigpo(
-                trajectories,
-                gamma=self.gamma,
-                omega=self.omega,
-                normalize=self.normalize,
-                stats=self.stats,
-            )
-        values = estimators.episode_advantages(trajectories, estimator=self.estimator)
-        return [np.full(t.num_turns, value) for t, value in zip(trajectories, values, strict=True)]
-
 
 #: endings that are no behaviour of the policy: an engine failure, a dead env worker
 _FAILED_ENDINGS = ("error", "worker_died")
@@ -508,7 +426,7 @@ def make_rollout_func(
         advantages: an :class:`AdvantageConfig` (or an estimator name): the rows also carry
             ``token_advantages`` (one per completion token, 0 on env tokens), ``off_policy``
             and ``replayed_turns`` (turns given no loss), which
-            :class:`adapters.trl_trainer.TokenAdvantageGRPOTrainer` trains with. ``None``: TRL
+            :class:`agent_envs.adapters.trl.grpo_trainer.TokenAdvantageGRPOTrainer` trains with. ``None``: TRL
             computes advantages from the rewards.
         generation_dtype: generate with ``transformers`` on a copy of the trainer's model in
             this dtype (e.g. ``"bfloat16"``; LoRA merged), made again after every optimizer
@@ -562,7 +480,7 @@ def make_rollout_func(
 
     def mix_oracle(sampled: list[Trajectory], tokenizer: Any, k: int) -> list[Trajectory]:
         """LUFFY's groups: each group's sampled episodes, then ``k`` oracle episodes."""
-        from adapters.engines.scripted import oracle_engine
+        from agent_envs.adapters.engines.scripted import oracle_engine
 
         oracle = oracle_engine(tokenizer=tokenizer)
         groups = [[sampled[row] for row in rows] for rows in estimators.episode_groups(sampled)]
@@ -589,7 +507,7 @@ def make_rollout_func(
         return mixed
 
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
-        keys = [_parse_key(prompt) for prompt in prompts]
+        keys = [parse_episode_key(prompt) for prompt in prompts]
         for key_env, _ in keys:
             if key_env != env_id:
                 raise ValueError(f"prompt for {key_env!r} given to the rollout_func of {env_id!r}")
@@ -600,7 +518,7 @@ def make_rollout_func(
         ):
             raise ValueError(
                 "make_rollout_func(advantages=...) needs "
-                "adapters.trl_trainer.TokenAdvantageGRPOTrainer (GRPOTrainer ignores "
+                "agent_envs.adapters.trl.grpo_trainer.TokenAdvantageGRPOTrainer (GRPOTrainer ignores "
                 f"per-token advantages), got {type(trainer).__name__}"
             )
         groups = _groups(keys, _group_size(trainer) if advantages is not None else None)
@@ -682,71 +600,3 @@ def success_reward(
         None if error else (1.0 if value else 0.0)
         for value, error in zip(success, errors, strict=True)
     ]
-
-
-def make_environment_factory(env_id: str, **env_kwargs: Any) -> type:
-    """A class for TRL's ``environment_factory`` (tool-calling models): ``reset(**row)``
-    starts the episode of the row's ``seed`` and returns its first observation, the public
-    method ``play`` is the tool (one turn: the env's answer format, documented with this env's
-    instructions), ``get_reward()`` is the episode return so far.
-
-    TRL calls ``reset`` with the dataset row and appends the observation it returns to the
-    row's last prompt message, so use :func:`make_tool_dataset` (conversational prompts and
-    a ``seed`` column). The tool's docstring is the env's own instructions, so the model sees
-    the rules, the legend and the answer format in the tool schema.
-    """
-    import gymnasium
-
-    import agent_envs  # noqa: F401
-
-    probe = gymnasium.make(env_id, **env_kwargs)
-    instructions = probe.unwrapped.instructions
-    probe.close()
-
-    class TextEnvironment(metaclass=_EnvironmentClass):
-        def __init__(self) -> None:
-            self.env = gymnasium.make(env_id, **env_kwargs)
-            self.reward = 0.0
-            self.done = False
-            self.info: dict[str, Any] = {}
-
-        def reset(self, seed: int | None = None, **_: Any) -> str:
-            observation, self.info = self.env.reset(seed=None if seed is None else int(seed))
-            self.reward = 0.0
-            self.done = False
-            return observation
-
-        def play(self, answer: str) -> str:
-            if self.done:
-                return "The episode is over."
-            observation, reward, terminated, truncated, self.info = self.env.step(answer)
-            self.reward += float(reward)
-            self.done = bool(terminated or truncated)
-            return observation + ("\nThe episode is over." if self.done else "")
-
-        def get_reward(self) -> float:
-            return self.reward
-
-    TextEnvironment.play.__doc__ = (
-        f"Play one turn of {env_id}.\n\n{instructions}\n\n"
-        "Args:\n    answer: your reply for this turn, containing <answer>...</answer>.\n\n"
-        "Returns:\n    The next observation (and whether the episode is over)."
-    )
-    parts = env_id.split("/")[-1].split("-")[:-1]  # "Sokoban-8x8-v0" -> Sokoban8x8
-    TextEnvironment.__name__ = "".join(part[:1].upper() + part[1:] for part in parts) + "Tool"
-    TextEnvironment.__qualname__ = TextEnvironment.__name__
-    TextEnvironment._factory_args = (env_id, dict(env_kwargs))
-    return TextEnvironment
-
-
-class _EnvironmentClass(type):
-    """Metaclass of :func:`make_environment_factory`'s classes: they pickle as the call that
-    builds them (TRL's ``AsyncGRPOTrainer`` pickles its ``environment_factory`` into a spawned
-    rollout process; a class made inside a function cannot be pickled by reference)."""
-
-
-def _rebuild_environment_class(env_id: str, env_kwargs: dict[str, Any]) -> type:
-    return make_environment_factory(env_id, **env_kwargs)
-
-
-copyreg.pickle(_EnvironmentClass, lambda cls: (_rebuild_environment_class, cls._factory_args))

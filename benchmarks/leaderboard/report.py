@@ -1,6 +1,6 @@
 """The leaderboard's reports: a Markdown table and a self-contained HTML page.
 
-Both are pure functions of the manifest and the summary (`benchmarks.leaderboard_stats`), so
+Both are pure functions of the manifest and the summary (`agent_envs.benchmarks.leaderboard.stats`), so
 the validator can rebuild the tables and compare them with the files. The HTML page inlines
 its style and its charts (matplotlib, Agg backend, PNG as ``data:`` URLs) and links only to
 the replay files written next to it (``replays/*.html``): it opens offline.
@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from benchmarks.leaderboard_stats import METRICS, PAIRED_METRICS, Z95
+from agent_envs.benchmarks.leaderboard.stats import METRICS, PAIRED_METRICS, Z95
 
 __all__ = ["ROLES", "html_report", "html_tables", "markdown_report", "replay_name"]
 
@@ -117,7 +117,7 @@ def markdown_report(manifest: Mapping[str, Any], summary: Mapping[str, Any]) -> 
         f"# Leaderboard: preset `{settings['preset']}`",
         "",
         f"{settings['num_seeds']} seeds per env (the published eval seeds of each id, "
-        "`benchmarks.leaderboard.eval_seeds`); mean ± standard error over episodes. "
+        "`agent_envs.benchmarks.leaderboard.eval_seeds`); mean ± standard error over episodes. "
         "Random is the floor and oracle the ceiling of each env. Overall: the unweighted "
         "mean over the envs an agent ran. Paired rows: B − A on the seeds both ran, "
         f"mean [mean ± {Z95}·SE].",

@@ -32,7 +32,7 @@ ran end truncated with ``truncation_reason="worker_died"`` at the turn whose rep
 (that reply is not recorded); the other episodes carry on.
 
 **Ranks in lockstep.** When the engine's ``generate`` is a collective across training ranks
-(TRL's vLLM server mode), wrap it in :class:`~adapters.engines.lockstep.LockstepEngine`: every
+(TRL's vLLM server mode), wrap it in :class:`~agent_envs.adapters.engines.lockstep.LockstepEngine`: every
 rank then makes the same calls with equally many requests, and :meth:`RolloutCollector.collect`
 calls its ``wait_for_other_ranks()`` after the last turn, so a rank whose episodes ended early
 keeps answering the others' rounds until every rank is done.
@@ -41,7 +41,7 @@ keeps answering the others' rounds until every rank is done.
 vision`) is recorded as its text in ``Step.observation`` and as a user message holding the
 text and the picture (a PNG data URL, OpenAI format) in ``Trajectory.messages``, where
 engines read the picture. An engine with a ``chat_delta`` (a :class:`ChatDelta` that encodes
-images: `adapters.engines.transformers_vlm`) builds the token pieces, so each observation's
+images: `agent_envs.adapters.engines.transformers_vlm`) builds the token pieces, so each observation's
 image placeholder tokens are in ``prompt_ids`` / ``turn_env_ids`` (env mask 0); with a text
 tokenizer the token path sees the text part only.
 """
@@ -52,102 +52,17 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from agent_envs.adapters.loop.chat import ChatDelta
+from agent_envs.adapters.loop.engine import Engine, Generation, GenerationRequest
+from agent_envs.renderers.image_obs import image_message
 from gymnasium.vector import AutoresetMode
 
-from adapters.engines.base import Engine, Generation, GenerationRequest
 from agent_envs.core.records import Step, Trajectory
-from renderers.image_obs import image_message
 
-__all__ = ["ChatDelta", "EpisodeRecorder", "RolloutCollector", "collect_episodes"]
+__all__ = ["WORKER_DIED", "Episode", "EpisodeRecorder", "RolloutCollector", "collect_episodes"]
 
 #: The vector env's truncation reason for the episodes of a worker that died.
 WORKER_DIED = "worker_died"
-
-_PROBE_USER = "probe-user-message"
-_PROBE_REPLY = "probe-assistant-reply"
-_REWRITES = (
-    "the chat template re-renders earlier messages when one is added; the collector cannot "
-    "append observations incrementally with it"
-)
-
-
-class ChatDelta:
-    """Chat-template pieces of one tokenizer, for building an episode's ids incrementally.
-
-    ``prompt_ids(messages)``: the opening prompt. ``turn_ids(completion_ids, observation)``:
-    the env/template ids that follow a sampled turn. ``stop_token_ids``: the tokens that end an
-    assistant turn (the template's end-of-message token and the tokenizer's EOS).
-    """
-
-    def __init__(self, tokenizer: Any) -> None:
-        self.tokenizer = tokenizer
-        base = [
-            {"role": "system", "content": "probe-system"},
-            {"role": "user", "content": _PROBE_USER},
-            {"role": "assistant", "content": _PROBE_REPLY},
-        ]
-        self._base = base
-        self._base_text = self._render(base, generation_prompt=False)
-        opening = self._render(base[:2], generation_prompt=True)
-        if not self._base_text.startswith(opening):
-            raise ValueError(_REWRITES)
-        after_reply = self._base_text.rfind(_PROBE_REPLY)
-        if after_reply < 0:
-            raise ValueError("the tokenizer's chat template does not print assistant messages")
-        #: what the template writes after an assistant message's content
-        self.closer = self._base_text[after_reply + len(_PROBE_REPLY) :]
-        stops: list[int] = []
-        closer_ids = self._encode(self.closer)
-        special = set(getattr(tokenizer, "all_special_ids", ()))
-        if closer_ids and closer_ids[0] in special:
-            stops.append(closer_ids[0])
-        eos = tokenizer.eos_token_id
-        for token in eos if isinstance(eos, list) else [eos]:
-            if token is not None and token not in stops:
-                stops.append(int(token))
-        self.stop_token_ids: tuple[int, ...] = tuple(stops)
-        self._stop_text = {token: tokenizer.decode([token]) for token in stops}
-
-    def _render(self, messages: list[dict[str, str]], *, generation_prompt: bool) -> str:
-        return self.tokenizer.apply_chat_template(
-            messages, tokenize=False, add_generation_prompt=generation_prompt
-        )
-
-    def _encode(self, text: str) -> list[int]:
-        return self.tokenizer.encode(text, add_special_tokens=False)
-
-    def prompt_ids(self, messages: list[dict[str, Any]]) -> list[int]:
-        messages = [{**m, "content": self._content(m["content"])} for m in messages]
-        return self._encode(self._render(messages, generation_prompt=True))
-
-    def _content(self, content: str | list[dict[str, Any]]) -> str | list[dict[str, Any]]:
-        """A message's content as a text template takes it: typed parts → their text."""
-        if isinstance(content, str):
-            return content
-        return "".join(part["text"] for part in content if part.get("type") == "text")
-
-    def user_delta(self, observation: str | list[dict[str, Any]]) -> str:
-        """The template text a new user message (text, or typed content parts) and the
-        generation prompt add."""
-        message = {"role": "user", "content": self._content(observation)}
-        full = self._render([*self._base, message], generation_prompt=True)
-        if not full.startswith(self._base_text):
-            raise ValueError(_REWRITES)
-        return full[len(self._base_text) :]
-
-    def closing_text(self, completion_ids: Sequence[int]) -> str:
-        """What must follow a sampled turn to close the assistant message: the closer minus
-        the stop token the model sampled itself (all of it when the turn was cut short)."""
-        if completion_ids:
-            stop_text = self._stop_text.get(completion_ids[-1])
-            if stop_text and self.closer.startswith(stop_text):
-                return self.closer[len(stop_text) :]
-        return self.closer
-
-    def turn_ids(
-        self, completion_ids: Sequence[int], observation: str | list[dict[str, Any]]
-    ) -> list[int]:
-        return self._encode(self.closing_text(completion_ids) + self.user_delta(observation))
 
 
 def _user_content(observation: Any) -> str | list[dict[str, Any]]:
@@ -171,7 +86,7 @@ def _info_at(infos: dict[str, Any], index: int) -> dict[str, Any]:
     return info
 
 
-class _Episode:
+class Episode:
     """The collector's running state of one sub-env's episode."""
 
     __slots__ = ("context", "done", "observation", "tokens", "trajectory")
@@ -187,7 +102,7 @@ class _Episode:
 class EpisodeRecorder:
     """What both collectors do to one episode, whatever drives it: open its record, build its
     next request, record a turn (token ids as in the module docstring), end it. The lockstep
-    :class:`RolloutCollector` and `adapters.async_rollout.AsyncRolloutCollector` share it, so
+    :class:`RolloutCollector` and `agent_envs.adapters.loop.async_collector.AsyncRolloutCollector` share it, so
     their records are built by the same code.
     """
 
@@ -229,7 +144,7 @@ class EpisodeRecorder:
         seed: int,
         group_id: int,
         metadata: dict[str, Any] | None,
-    ) -> _Episode:
+    ) -> Episode:
         """A new episode's record, from its reset."""
         trajectory = Trajectory(
             env_id=self.env_id,
@@ -243,7 +158,7 @@ class EpisodeRecorder:
             agent=getattr(self.engine, "name", None),
             metadata=dict(metadata or {}),
         )
-        episode = _Episode(trajectory, _text(observation), tokens=self.delta is not None)
+        episode = Episode(trajectory, _text(observation), tokens=self.delta is not None)
         if self.delta is not None:
             episode.context = self.delta.prompt_ids(trajectory.messages)
             trajectory.prompt_ids = list(episode.context)
@@ -254,7 +169,7 @@ class EpisodeRecorder:
                 self._end(episode, truncation_reason="context")
         return episode
 
-    def _request(self, episode: _Episode, env: Any) -> GenerationRequest:
+    def _request(self, episode: Episode, env: Any) -> GenerationRequest:
         """The episode's next turn (``env``: the live unwrapped env, for scripted engines)."""
         return GenerationRequest(
             max_new_tokens=self._room(episode),
@@ -264,14 +179,14 @@ class EpisodeRecorder:
             stop_token_ids=self.delta.stop_token_ids if self.delta else (),
         )
 
-    def _room(self, episode: _Episode) -> int:
+    def _room(self, episode: Episode) -> int:
         if self.max_total_tokens is None or not episode.tokens:
             return self.max_new_tokens
         return min(self.max_new_tokens, self.max_total_tokens - len(episode.context))
 
     def _record(
         self,
-        episode: _Episode,
+        episode: Episode,
         generation: Generation,
         observation: str,
         reward: float,
@@ -324,7 +239,7 @@ class EpisodeRecorder:
             trajectory.turn_env_ids[-1] = delta  # type: ignore[index]
             episode.context += delta
 
-    def _drop_tokens(self, episode: _Episode) -> None:
+    def _drop_tokens(self, episode: Episode) -> None:
         """The engine gave no token ids for a turn: the episode keeps text only."""
         trajectory = episode.trajectory
         episode.tokens = False
@@ -335,7 +250,7 @@ class EpisodeRecorder:
         trajectory.turn_logprobs = None
 
     @staticmethod
-    def _end(episode: _Episode, *, truncation_reason: str, error: str | None = None) -> None:
+    def _end(episode: Episode, *, truncation_reason: str, error: str | None = None) -> None:
         trajectory = episode.trajectory
         trajectory.truncated = True
         trajectory.truncation_reason = truncation_reason
@@ -433,7 +348,7 @@ class RolloutCollector(EpisodeRecorder):
         return [episode.trajectory for episode in episodes]
 
     # ----------------------------------------------------------------- one turn
-    def _turn(self, episodes: list[_Episode]) -> None:
+    def _turn(self, episodes: list[Episode]) -> None:
         vec = self.vector_env
         live = [index for index, episode in enumerate(episodes) if not episode.done]
         envs = vec.get_attr("unwrapped") if self.needs_env else None

@@ -3,13 +3,13 @@
 :class:`AsyncRolloutCollector` runs every episode as its own asyncio task: it asks the engine
 for its next turn as soon as its own previous reply came back and its env stepped, so a short
 reply or a short episode never waits for the slowest member of a batch (the lockstep
-:class:`~adapters.rollout.RolloutCollector` sends one batch per turn and waits for all of it).
+:class:`~agent_envs.adapters.loop.collector.RolloutCollector` sends one batch per turn and waits for all of it).
 At most ``max_concurrency`` episodes run at once; a finished episode hands its env to the next
 one.
 
 **The same records.** Episodes are opened, recorded turn by turn (token-in token-out ids,
 ``ChatDelta``, limits, ``truncation_reason`` values) and ended by the lockstep collector's own
-code (:class:`~adapters.rollout.EpisodeRecorder`), and returned in the same order (one group
+code (:class:`~agent_envs.adapters.loop.collector.EpisodeRecorder`), and returned in the same order (one group
 of ``group_size`` members per seed, ``group_id`` = position of the seed). With a
 deterministic engine (scripted policies that read only their own episode, greedy decoding)
 the records equal the lockstep collector's for the same seeds (tested). Sampling engines
@@ -17,8 +17,8 @@ differ in one way: which request gets which per-request seed (``seed + k``, k co
 request order) follows the order requests are made, which is not lockstep's.
 
 **Engines.** An engine with ``async def agenerate(request) -> Generation`` is awaited per
-request: :class:`~adapters.engines.openai_http.OpenAIEngine` (an ``httpx.AsyncClient``) and
-:class:`~adapters.engines.vllm_async.VLLMAsyncEngine` (vLLM's ``AsyncLLM``). Any other
+request: :class:`~agent_envs.adapters.engines.openai_http.OpenAIEngine` (an ``httpx.AsyncClient``) and
+:class:`~agent_envs.adapters.engines.vllm_async.VLLMAsyncEngine` (vLLM's ``AsyncLLM``). Any other
 `Engine` (transformers, scripted) is wrapped in :class:`BatchingEngine`: its ``generate`` runs
 in a worker thread on every request waiting when the previous batch returns. An engine that
 raises, or returns a `Generation` with ``error``, ends that episode only
@@ -49,9 +49,9 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+from agent_envs.adapters.loop.collector import Episode, EpisodeRecorder
+from agent_envs.adapters.loop.engine import Engine, Generation, GenerationRequest
 
-from adapters.engines.base import Engine, Generation, GenerationRequest
-from adapters.rollout import EpisodeRecorder, _Episode
 from agent_envs.core.records import Trajectory
 
 __all__ = [
@@ -159,7 +159,7 @@ class AsyncRolloutCollector(EpisodeRecorder):
         env_id: recorded in each trajectory (default: the first env's spec id).
         max_concurrency: episodes in flight at once (each has at most one request out).
         max_turns, max_new_tokens, max_total_tokens: as for
-            :class:`~adapters.rollout.RolloutCollector`.
+            :class:`~agent_envs.adapters.loop.collector.RolloutCollector`.
         policy_version: returns the trainer's current policy version; each turn records the
             version it was requested under in ``metadata["policy_versions"]`` (see
             :func:`staleness`).
@@ -337,7 +337,7 @@ class AsyncRolloutCollector(EpisodeRecorder):
                 self._end(episode, truncation_reason="max_turns")
         return episode.trajectory
 
-    async def _generate(self, episode: _Episode, env: Any) -> Generation:
+    async def _generate(self, episode: Episode, env: Any) -> Generation:
         request = self._request(episode, env.unwrapped)
         try:
             return await self.engine.agenerate(request)  # type: ignore[attr-defined]
@@ -360,7 +360,7 @@ async def acollect_episodes(
     policy_version: Callable[[], int] | None = None,
     **env_kwargs: Any,
 ) -> list[Trajectory]:
-    """The async twin of :func:`adapters.rollout.collect_episodes`: one group of
+    """The async twin of :func:`agent_envs.adapters.loop.collector.collect_episodes`: one group of
     ``group_size`` episodes per seed of the registered ``env_id``, the same records in the
     same order (``asyncio.run(acollect_episodes(...))`` from synchronous code)."""
     import gymnasium
