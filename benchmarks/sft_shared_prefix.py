@@ -58,10 +58,11 @@ class Args:
 
 def _trainers(args: Args, folder: str) -> tuple[Any, Any]:
     import datasets
+    from agent_envs.adapters.engines.device import resolve_device
     from agent_envs.adapters.engines.transformers import save_smollm2_checkpoint
     from agent_envs.adapters.trl.sft_trainer import SharedPrefixSFTTrainer
+    from agent_envs.adapters.trl.stages import lora_config
     from agent_envs.benchmarks import train
-    from agent_envs.benchmarks.leaderboard import resolve_device
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
@@ -73,7 +74,8 @@ def _trainers(args: Args, folder: str) -> tuple[Any, Any]:
     dataset = datasets.Dataset.from_list(rows)
     tokenizer = AutoTokenizer.from_pretrained(base)
     models = [AutoModelForCausalLM.from_pretrained(base) for _ in range(2)]
-    lora = train._lora_config(train.Args())  # the training run's LoRA (r=32, all linear layers)
+    defaults = train.Args()  # the training run's LoRA (r=32, all linear layers)
+    lora = lora_config(defaults.lora_r, defaults.lora_alpha)
     built = []
     classes = (SFTTrainer, SharedPrefixSFTTrainer)
     for name, cls, model in zip(("a", "b"), classes, models, strict=True):
@@ -198,7 +200,7 @@ def _report(
 
 
 def _machine(args: Args) -> str:
-    from agent_envs.benchmarks.leaderboard import resolve_device
+    from agent_envs.adapters.engines.device import resolve_device
 
     cpus = f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs"
     if resolve_device(args.device) == "cuda":

@@ -47,15 +47,21 @@ import json
 import math
 import os
 import random
-import shutil
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_envs.adapters.trl.allocator import check_allocator, loaded_allocator, use_allocator
+from agent_envs.adapters.engines.device import device_name, resolve_device
+from agent_envs.adapters.trl.allocator import check_allocator, use_allocator
+from agent_envs.adapters.trl.stages import (
+    Stage,
+    StageClock,
+    load_model,
+    lora_config,
+    save_merged,
+)
 
 __all__ = [
     "RL_STAGES",
@@ -220,88 +226,6 @@ def train_seeds(env_id: str, count: int, *, stream: int = 0) -> list[int]:
 
 
 # --------------------------------------------------------------------------- stages
-class Stage:
-    """Folder, timing and the ``stage.json`` record of one stage."""
-
-    def __init__(self, args: Args, name: str) -> None:
-        self.args = args
-        self.name = name
-        self.dir = args.out / name
-        self.record_path = self.dir / "stage.json"
-
-    @property
-    def done(self) -> bool:
-        return self.record_path.exists()
-
-    @property
-    def model_dir(self) -> Path:
-        return self.dir / "model"
-
-    def record(self) -> dict[str, Any]:
-        return json.loads(self.record_path.read_text(encoding="utf-8"))
-
-    def finish(self, clock: StageClock, **record: Any) -> None:
-        import torch
-
-        wall, cpu = clock.elapsed()
-        record = {
-            "stage": self.name,
-            "wall_s": round(wall, 1),
-            "cpu_s": round(cpu, 1),
-            "stopped_at_time_limit": clock.stopped,
-            "device": device_name(self.args),
-            "allocator": loaded_allocator(),
-            **record,
-        }
-        if torch.cuda.is_initialized():  # this process's peak (a resumed stage: since resuming)
-            record["peak_gpu_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
-        self.record_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-        print(f"[{self.name}] done in {wall / 60:.1f} min wall, {cpu / 60:.1f} min CPU")
-
-
-class StageClock:
-    """Wall and CPU seconds a stage has taken, across resumes: written into every checkpoint
-    the trainer saves (``stage_clock.json``) and read back from the one the stage resumes
-    from, so a resumed stage reports its whole time."""
-
-    FILE = "stage_clock.json"
-
-    def __init__(self, resume_from: str | None) -> None:
-        saved = Path(resume_from) / self.FILE if resume_from else None
-        before = json.loads(saved.read_text()) if saved and saved.exists() else {}
-        self.before = before.get("wall_s", 0.0), before.get("cpu_s", 0.0)
-        self.started = time.perf_counter(), time.process_time()
-        self.stopped = False  # ended early by the callback's time limit
-
-    def elapsed(self) -> tuple[float, float]:
-        return (
-            self.before[0] + time.perf_counter() - self.started[0],
-            self.before[1] + time.process_time() - self.started[1],
-        )
-
-    def callback(self, time_limit: float = 0.0) -> Any:
-        """A ``TrainerCallback`` that writes the time so far into each saved checkpoint and,
-        with a ``time_limit`` (wall seconds, resumes included), ends training after the first
-        step that reaches it (:attr:`stopped` tells whether it did)."""
-        from transformers import TrainerCallback
-
-        clock = self
-
-        class SaveClock(TrainerCallback):
-            def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-                over = time_limit and clock.elapsed()[0] >= time_limit
-                if over and not control.should_training_stop:
-                    clock.stopped = state.global_step < state.max_steps
-                    control.should_training_stop = True
-
-            def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-                wall, cpu = clock.elapsed()
-                folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-                (folder / StageClock.FILE).write_text(json.dumps({"wall_s": wall, "cpu_s": cpu}))
-
-        return SaveClock()
-
-
 def base_model_dir(args: Args) -> Path:
     """A plain checkpoint folder of the base model (the embedded SmolLM2 is converted once)."""
     if args.model != "smollm2":
@@ -315,63 +239,9 @@ def base_model_dir(args: Args) -> Path:
     return folder
 
 
-def _load(folder: Path) -> tuple[Any, Any]:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    model = AutoModelForCausalLM.from_pretrained(str(folder))
-    tokenizer = AutoTokenizer.from_pretrained(str(folder))
-    if tokenizer.pad_token_id is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    return model, tokenizer
-
-
-def _lora_config(args: Args) -> Any:
-    if not args.lora:
-        return None
-    from peft import LoraConfig
-
-    return LoraConfig(
-        r=args.lora_r,
-        lora_alpha=args.lora_alpha,
-        lora_dropout=0.0,
-        target_modules="all-linear",
-        task_type="CAUSAL_LM",
-    )
-
-
-def _save_merged(model: Any, tokenizer: Any, folder: Path) -> None:
-    """Write a plain checkpoint (LoRA merged into the weights) atomically."""
-    if hasattr(model, "merge_and_unload"):
-        model = model.merge_and_unload()
-    partial = folder.with_name(folder.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    model.save_pretrained(str(partial))
-    tokenizer.save_pretrained(str(partial))
-    shutil.rmtree(folder, ignore_errors=True)
-    partial.rename(folder)
-
-
-def _last_checkpoint(folder: Path) -> str | None:
-    from transformers.trainer_utils import get_last_checkpoint
-
-    return get_last_checkpoint(str(folder)) if folder.is_dir() else None
-
-
-def device_name(args: Args) -> str:
-    """What a stage ran on, for its record: ``cuda (NVIDIA H100 ...)`` or ``cpu (N threads)``."""
-    import torch
-    from agent_envs.benchmarks.leaderboard import resolve_device
-
-    if resolve_device(args.device) == "cuda":
-        return f"cuda ({torch.cuda.get_device_name()})"
-    return f"cpu ({torch.get_num_threads()} threads)"
-
-
 def generation_dtype(args: Args) -> str | None:
     """The dtype of the copy that generates RL episodes (``--generation-dtype``), ``None`` to
     generate on the trained model; a ``SystemExit`` naming the flag for a bad value."""
-    from agent_envs.benchmarks.leaderboard import resolve_device
-
     choice = args.generation_dtype
     if choice == "auto":
         choice = "bfloat16" if resolve_device(args.device) == "cpu" else "model"
@@ -386,11 +256,13 @@ def generation_dtype(args: Args) -> str | None:
     return choice
 
 
-def _common_config(args: Args, stage: Stage) -> dict[str, Any]:
-    from agent_envs.benchmarks.leaderboard import resolve_device
+def _lora(args: Args) -> Any:
+    return lora_config(args.lora_r, args.lora_alpha) if args.lora else None
 
+
+def _common_config(args: Args, stage: Stage) -> dict[str, Any]:
     return dict(
-        output_dir=str(stage.dir / "checkpoints"),
+        output_dir=str(stage.checkpoints),
         use_cpu=resolve_device(args.device) == "cpu",
         bf16=args.bf16,
         report_to="none",
@@ -403,12 +275,6 @@ def _common_config(args: Args, stage: Stage) -> dict[str, Any]:
         disable_tqdm=not args.progress,
         gradient_checkpointing=args.gradient_checkpointing,
     )
-
-
-def _write_log(stage: Stage, history: list[dict[str, Any]]) -> None:
-    with (stage.dir / "log.jsonl").open("w", encoding="utf-8") as file:
-        for row in history:
-            file.write(json.dumps(row) + "\n")
 
 
 def oracle_sft_rows(env_id: str, episodes: int) -> tuple[list[dict[str, Any]], float]:
@@ -430,7 +296,7 @@ def run_sft(args: Args, stage: Stage) -> None:
     from agent_envs.adapters.trl.sft_trainer import SharedPrefixSFTTrainer
     from trl import SFTConfig, SFTTrainer
 
-    checkpoint = _last_checkpoint(stage.dir / "checkpoints")
+    checkpoint = stage.last_checkpoint()
     clock = StageClock(checkpoint)
     rows: list[dict[str, Any]] = []
     oracle_success = {}
@@ -439,7 +305,7 @@ def run_sft(args: Args, stage: Stage) -> None:
         rows += env_rows
     random.Random(args.seed).shuffle(rows)
     dataset = datasets.Dataset.from_list(rows)
-    model, tokenizer = _load(base_model_dir(args))
+    model, tokenizer = load_model(base_model_dir(args))
     config = SFTConfig(
         **_common_config(args, stage),
         per_device_train_batch_size=args.sft_batch_size,
@@ -455,15 +321,16 @@ def run_sft(args: Args, stage: Stage) -> None:
         processing_class=tokenizer,
         train_dataset=dataset,
         args=config,
-        peft_config=_lora_config(args),
+        peft_config=_lora(args),
         callbacks=[clock.callback(args.stage_time_limit)],
     )
     trainer.train(resume_from_checkpoint=checkpoint)
-    _save_merged(trainer.model, tokenizer, stage.model_dir)
-    _write_log(stage, trainer.state.log_history)
+    save_merged(trainer.model, tokenizer, stage.model_dir)
+    stage.write_log(trainer.state.log_history)
     losses = [row["loss"] for row in trainer.state.log_history if "loss" in row]
     stage.finish(
         clock,
+        device=device_name(args.device),
         rows=len(rows),
         oracle_success=oracle_success,
         steps=trainer.state.global_step,
@@ -473,42 +340,26 @@ def run_sft(args: Args, stage: Stage) -> None:
     )
 
 
-def _multi_env_rollout_func(args: Args, estimator: str) -> Any:
-    """One rollout_func over several ids: each prompt's key names its env."""
-    from agent_envs.adapters.trl import GenerationCopy, make_rollout_func, parse_episode_key
+def rollout_func_of(args: Args, estimator: str) -> Any:
+    """The RL stage's ``rollout_func``: one per env, routed by each prompt's episode key, all
+    generating on one model copy."""
+    from agent_envs.adapters.trl import GenerationCopy, make_rollout_func, route_by_env
 
     dtype = generation_dtype(args)
     generation_copy = GenerationCopy(dtype) if dtype else None  # one copy for every env
     config = advantage_config(args, estimator)
-    funcs = {
-        env_id: make_rollout_func(
-            env_id,
-            max_new_tokens=args.max_new_tokens,
-            max_total_tokens=args.max_total_tokens,
-            advantages=config,
-            generation_dtype=generation_copy,
-        )
-        for env_id in args.envs
-    }
-
-    def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
-        by_env: dict[str, list[int]] = {}
-        for index, prompt in enumerate(prompts):
-            by_env.setdefault(parse_episode_key(prompt)[0], []).append(index)
-        output: dict[str, list[Any]] = {}
-        order: list[int] = []
-        for env_id, indices in by_env.items():
-            rows = funcs[env_id]([prompts[index] for index in indices], trainer)
-            for key, values in rows.items():
-                output.setdefault(key, []).extend(values)
-            order += indices
-        position = {index: row for row, index in enumerate(order)}
-        return {
-            key: [values[position[index]] for index in range(len(prompts))]
-            for key, values in output.items()
+    return route_by_env(
+        {
+            env_id: make_rollout_func(
+                env_id,
+                max_new_tokens=args.max_new_tokens,
+                max_total_tokens=args.max_total_tokens,
+                advantages=config,
+                generation_dtype=generation_copy,
+            )
+            for env_id in args.envs
         }
-
-    return rollout_func
+    )
 
 
 def _rl_dataset(args: Args) -> Any:
@@ -573,9 +424,9 @@ def run_rl(args: Args, stage: Stage, sft: Stage) -> None:
     from trl import GRPOConfig
 
     episodes, micro = rl_batch(args)
-    checkpoint = _last_checkpoint(stage.dir / "checkpoints")
+    checkpoint = stage.last_checkpoint()
     clock = StageClock(checkpoint)
-    model, tokenizer = _load(sft.model_dir)
+    model, tokenizer = load_model(sft.model_dir)
     config = GRPOConfig(
         **_common_config(args, stage),
         per_device_train_batch_size=micro,
@@ -597,16 +448,21 @@ def run_rl(args: Args, stage: Stage, sft: Stage) -> None:
         processing_class=tokenizer,
         reward_funcs=[episode_return_reward, success_reward],
         train_dataset=_rl_dataset(args),
-        rollout_func=_multi_env_rollout_func(args, stage.name),
+        rollout_func=rollout_func_of(args, stage.name),
         args=config,
-        peft_config=_lora_config(args),
+        peft_config=_lora(args),
         drop_zero_advantage=args.drop_zero_advantage,
         callbacks=[clock.callback(args.stage_time_limit)],
     )
     trainer.train(resume_from_checkpoint=checkpoint)
-    _save_merged(trainer.model, tokenizer, stage.model_dir)
-    _write_log(stage, trainer.state.log_history)
-    stage.finish(clock, steps=trainer.state.global_step, settings=_settings(args))
+    save_merged(trainer.model, tokenizer, stage.model_dir)
+    stage.write_log(trainer.state.log_history)
+    stage.finish(
+        clock,
+        device=device_name(args.device),
+        steps=trainer.state.global_step,
+        settings=_settings(args),
+    )
 
 
 def run_eval(args: Args) -> dict[str, Any]:
@@ -619,7 +475,7 @@ def run_eval(args: Args) -> dict[str, Any]:
     if args.eval_zero_shot:
         agents.append("smollm2" if args.model == "smollm2" else f"base=hf:{args.model}")
     for stage_name in ("sft", *RL_STAGES):
-        stage = Stage(args, stage_name)
+        stage = Stage(args.out, stage_name)
         if stage.model_dir.exists():
             agents.append(f"{names[stage_name]}=hf:{stage.model_dir}")
     run = leaderboard.Args(
@@ -698,7 +554,7 @@ def write_report(args: Args) -> Path:
         "|---|---|---|---:|---:|---:|---|",
     ]
     for stage_name in ("sft", *RL_STAGES):
-        stage = Stage(args, stage_name)
+        stage = Stage(args.out, stage_name)
         if not stage.done:
             continue
         record = stage.record()
@@ -778,11 +634,11 @@ def main(args: Args) -> None:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
-    sft = Stage(args, "sft")
+    sft = Stage(args.out, "sft")
     for name in STAGES:
         if name not in args.stages:
             continue
-        stage = Stage(args, name)
+        stage = Stage(args.out, name)
         if name in ("eval", "curves"):
             print(f"[{name}]")
             if name == "eval":

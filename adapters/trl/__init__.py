@@ -16,6 +16,7 @@ from agent_envs.adapters.trl.rollout import (
     make_episode_dataset,
     make_rollout_func,
     parse_episode_key,
+    route_by_env,
     success_reward,
 )
 
@@ -30,5 +31,6 @@ __all__ = [
     "make_rollout_func",
     "make_tool_dataset",
     "parse_episode_key",
+    "route_by_env",
     "success_reward",
 ]

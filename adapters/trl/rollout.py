@@ -65,6 +65,7 @@ __all__ = [
     "make_episode_dataset",
     "make_rollout_func",
     "parse_episode_key",
+    "route_by_env",
     "success_reward",
 ]
 
@@ -600,3 +601,28 @@ def success_reward(
         None if error else (1.0 if value else 0.0)
         for value, error in zip(success, errors, strict=True)
     ]
+
+
+def route_by_env(funcs: dict[str, Callable[..., dict[str, list[Any]]]]) -> Callable[..., Any]:
+    """One ``rollout_func`` over several ids: each prompt goes to the function of the env its
+    episode key names (``funcs``: env id → ``rollout_func``), and the rows come back in the
+    prompts' order. TRL trains several envs in one run this way."""
+
+    def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
+        by_env: dict[str, list[int]] = {}
+        for index, prompt in enumerate(prompts):
+            by_env.setdefault(parse_episode_key(prompt)[0], []).append(index)
+        output: dict[str, list[Any]] = {}
+        order: list[int] = []
+        for env_id, indices in by_env.items():
+            rows = funcs[env_id]([prompts[index] for index in indices], trainer)
+            for key, values in rows.items():
+                output.setdefault(key, []).extend(values)
+            order += indices
+        position = {index: row for row, index in enumerate(order)}
+        return {
+            key: [values[position[index]] for index in range(len(prompts))]
+            for key, values in output.items()
+        }
+
+    return rollout_func

@@ -19,7 +19,6 @@ from agent_envs.benchmarks.leaderboard.run import (
     parse_args,
     read_episodes,
     resolve,
-    resolve_device,
     validate,
 )
 
@@ -34,6 +33,5 @@ __all__ = [
     "parse_args",
     "read_episodes",
     "resolve",
-    "resolve_device",
     "validate",
 ]

@@ -117,7 +117,7 @@ def markdown_report(manifest: Mapping[str, Any], summary: Mapping[str, Any]) -> 
         f"# Leaderboard: preset `{settings['preset']}`",
         "",
         f"{settings['num_seeds']} seeds per env (the published eval seeds of each id, "
-        "`agent_envs.benchmarks.leaderboard.eval_seeds`); mean ± standard error over episodes. "
+        "`benchmarks.leaderboard.eval_seeds`); mean ± standard error over episodes. "
         "Random is the floor and oracle the ceiling of each env. Overall: the unweighted "
         "mean over the envs an agent ran. Paired rows: B − A on the seeds both ran, "
         f"mean [mean ± {Z95}·SE].",

@@ -80,6 +80,7 @@ from agent_envs.benchmarks.leaderboard.replay import (
 from agent_envs.benchmarks.leaderboard.stats import METRICS, compare_summaries, summarize
 
 import agent_envs
+from agent_envs.adapters.engines.device import check_device, resolve_device
 from agent_envs.core.records import Trajectory
 from agent_envs.registration import VISION_OF
 
@@ -273,7 +274,7 @@ def resolve(args: Args) -> Args:
         raise SystemExit(f"--envs: unregistered ids {unknown}")
     if resolved.seeds < 1:
         raise SystemExit(f"--seeds must be >= 1, got {resolved.seeds}")
-    _check_device(resolved.device)
+    check_device(resolved.device)
     return resolved
 
 
@@ -385,25 +386,6 @@ def read_episodes(path: Path, *, repair: bool = False) -> list[Trajectory]:
             raise SystemExit(f"{path}:{number}: not a trajectory record ({error})") from error
         good += len(line) + 1
     return trajectories
-
-
-def _check_device(device: str) -> None:
-    """A ``--device`` setting other than auto, cpu or cuda is a ``SystemExit`` naming it."""
-    if device not in ("auto", "cpu", "cuda"):
-        raise SystemExit(f"--device: unknown {device!r}; choose auto, cpu or cuda")
-
-
-def resolve_device(device: str) -> str:
-    """``cuda`` or ``cpu`` for a ``--device`` setting (``auto``: ``cuda`` when torch sees a
-    GPU); a bad setting is a ``SystemExit`` naming the flag."""
-    import torch
-
-    _check_device(device)
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise SystemExit("--device cuda: torch sees no GPU (a CPU build, or no driver)")
-    return device
 
 
 def make_engine(agent: AgentSpec, seed: int | None = None, *, device: str = "cpu") -> Any:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from agent_envs.adapters.engines.device import resolve_device
 from agent_envs.benchmarks import leaderboard
 from agent_envs.benchmarks.leaderboard.replay import (
     Mismatch,
@@ -529,7 +530,7 @@ def test_run__model_agents_keep_their_envs_seeds_and_turn_cap(tmp_path, monkeypa
     (pair,) = summary["paired"]
     assert pair["per_env"]["grl/Sokoban-v0"]["success"]["n"] == 2
     assert leaderboard.validate(out) == []
-    assert devices == [leaderboard.resolve_device("auto")]  # one engine, on --device auto's pick
+    assert devices == [resolve_device("auto")]  # one engine, on --device auto's pick
 
 
 @pytest.mark.parametrize(

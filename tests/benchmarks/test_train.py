@@ -35,7 +35,7 @@ def test_train__flags_fill_the_args_dataclass():
 
 def test_train__device_flag_resolves_or_names_itself():
     import torch
-    from agent_envs.benchmarks.leaderboard import resolve_device
+    from agent_envs.adapters.engines.device import resolve_device
 
     assert train.parse_args(["--device", "cuda"]).device == "cuda"
     assert train.Args().device == "auto"
@@ -70,7 +70,7 @@ def test_train__time_limit_ends_the_stage_after_the_step_that_reaches_it():
 
 
 def test_train__generation_dtype_resolves_or_names_itself():
-    from agent_envs.benchmarks.leaderboard import resolve_device
+    from agent_envs.adapters.engines.device import resolve_device
 
     on_cpu = resolve_device("auto") == "cpu"
     assert train.generation_dtype(train.Args()) == ("bfloat16" if on_cpu else None)
@@ -113,10 +113,10 @@ def _luffy_on_a_tiny_model(out: Path, **settings: Any) -> tuple[Any, Any, list[d
         **settings,
     )
     tokenizer = build_tokenizer()
-    sft = train.Stage(args, "sft")
+    sft = train.Stage(args.out, "sft")
     build_model(tokenizer).save_pretrained(sft.model_dir)
     tokenizer.save_pretrained(sft.model_dir)
-    stage = train.Stage(args, "luffy")
+    stage = train.Stage(args.out, "luffy")
     stage.dir.mkdir(parents=True)
     train.run_rl(args, stage, sft)
     rows = [json.loads(line) for line in (stage.dir / "log.jsonl").open()]
@@ -259,7 +259,7 @@ def test_train__pipeline_on_a_tiny_model_resumes_and_validates(tmp_path):
     report = (args.curves_out / "training.md").read_text()
     allocator = "" if loaded_allocator() == "system" else f", {loaded_allocator()}"
     assert (
-        f"| grpo | `base-sft-grpo` | {train.device_name(args)}{allocator} |" in report
+        f"| grpo | `base-sft-grpo` | {train.device_name(args.device)}{allocator} |" in report
         and "| `base-sft-luffy` |" in report
     )
     mtime = (args.out / "grpo" / "stage.json").stat().st_mtime
@@ -285,6 +285,7 @@ def test_train__every_env_generates_from_one_shared_model_copy(monkeypatch):
     """Two envs' rollout functions share one bfloat16 copy (one deep copy and merge per
     optimizer step, one copy in memory), and each hands it to the trainer's engine."""
     import agent_envs.adapters.trl
+    import agent_envs.adapters.trl.rollout
 
     given, engines = [], []
     make_rollout_func = agent_envs.adapters.trl.make_rollout_func
@@ -298,15 +299,15 @@ def test_train__every_env_generates_from_one_shared_model_copy(monkeypatch):
         raise RuntimeError("stop before playing")
 
     monkeypatch.setattr(agent_envs.adapters.trl, "make_rollout_func", recording)
-    monkeypatch.setattr(agent_envs.adapters.trl, "_trainer_engine", engine_of)
+    monkeypatch.setattr(agent_envs.adapters.trl.rollout, "_trainer_engine", engine_of)
     envs = ["grl/Sokoban-v0", "grl/Blocksworld-v0"]
     args = train.Args(envs=envs, device="cpu", generation_dtype="bfloat16")
-    rollout = train._multi_env_rollout_func(args, "grpo")
+    rollout = train.rollout_func_of(args, "grpo")
     assert len(given) == 2 and given[0] is given[1]
     assert isinstance(given[0], agent_envs.adapters.trl.GenerationCopy)
     for env_id in envs:
         with pytest.raises(RuntimeError, match="stop before playing"):
             rollout([agent_envs.adapters.trl.episode_key(env_id, 1)], None)
     assert engines == [given[0], given[0]]
-    train._multi_env_rollout_func(dataclasses.replace(args, generation_dtype="model"), "grpo")
+    train.rollout_func_of(dataclasses.replace(args, generation_dtype="model"), "grpo")
     assert given[2:] == [None, None]
