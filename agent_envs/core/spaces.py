@@ -2,8 +2,12 @@
 
 Every env prints ASCII only (``STYLE.md`` habit 7), so observations live in
 :data:`ASCII_CHARSET`: the printable ASCII characters plus newline and tab. Actions are the
-model's whole reply; the action space declares the same charset for sampling, but ``step``
-accepts any string (model output is never rejected by an exception).
+model's whole reply, and ``step`` plays any string: any Unicode, any length (the parser
+normalises replies up to :data:`MAX_REPLY_LENGTH` characters and reads longer ones as
+written). The action space, a :class:`ReplySpace`, declares exactly that: it contains every
+``str``; ``sample()`` draws ASCII replies of at most :data:`MAX_REPLY_LENGTH` characters.
+Anything that is not a ``str`` is outside it (``step`` still never raises: such an action is
+an invalid, unparseable reply).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import string
 
 from gymnasium import spaces
 
-__all__ = ["ASCII_CHARSET", "MAX_REPLY_LENGTH", "reply_space", "text_space"]
+__all__ = ["ASCII_CHARSET", "MAX_REPLY_LENGTH", "ReplySpace", "reply_space", "text_space"]
 
 # A string, not a set: ``spaces.Text`` samples from it in order, and a set's order changes
 # with the process's hash seed.
@@ -25,6 +29,21 @@ def text_space(max_length: int) -> spaces.Text:
     return spaces.Text(max_length=max_length, min_length=0, charset=ASCII_CHARSET)
 
 
-def reply_space() -> spaces.Text:
+class ReplySpace(spaces.Text):
+    """The action space of every text env: one model reply, any ``str``.
+
+    ``contains`` is true for every string (what ``step`` plays), whatever its characters and
+    length; ``sample()`` draws from :data:`ASCII_CHARSET` with at most ``max_length``
+    characters, as ``spaces.Text`` does.
+    """
+
+    def contains(self, x: object) -> bool:
+        return isinstance(x, str)
+
+    def __repr__(self) -> str:
+        return f"ReplySpace(any str; samples: ASCII, max_length={self.max_length})"
+
+
+def reply_space() -> ReplySpace:
     """The action space of every text env: one model reply."""
-    return text_space(MAX_REPLY_LENGTH)
+    return ReplySpace(max_length=MAX_REPLY_LENGTH, min_length=0, charset=ASCII_CHARSET)
