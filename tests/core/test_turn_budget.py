@@ -90,3 +90,20 @@ def test_turn_budget__make_vec_refuses_disagreeing_max_episode_steps():
 def test_turn_budget__instructions_state_the_budget_the_episode_keeps():
     env = gym.make("grl/Sokoban-v0", max_turns=10)
     assert "You have 10 turns" in env.unwrapped.instructions
+
+
+def test_turn_budget__the_action_budget_ends_sokoban_before_max_turns_as_the_readme_says():
+    """README: ``grl/Sokoban-v0`` with ``max_turns=10`` and one move a turn ends after turn 10
+    on its 10-action budget (``"action_budget"``), not on ``max_turns``; with no actions
+    played it runs out of turns (``"max_turns"``)."""
+    env = gym.make("grl/Sokoban-v0", max_turns=10)
+    for reply, reason in (("<answer>Left</answer>", "action_budget"), (NO_ANSWER, "max_turns")):
+        env.reset(seed=0)
+        ends = []
+        for turn in range(1, 11):
+            *_, terminated, truncated, info = env.step(reply)
+            if terminated or truncated:
+                ends.append((turn, terminated, info["truncation_reason"]))
+                break
+        assert ends == [(10, False, reason)]
+    env.close()
