@@ -1,56 +1,56 @@
-"""Any OpenAI-compatible HTTP server as an engine: vLLM's server, ``transformers serve``,
-hosted APIs.
+"""Any OpenAI-compatible HTTP server as an engine, through the official ``openai`` SDK: vLLM's
+server, ``transformers serve``, hosted APIs.
 
-- ``endpoint="chat"`` posts the episode's ``messages`` to ``/chat/completions`` (the server
-  applies its chat template); ``endpoint="completions"`` posts the collector's token context
-  to ``/completions``, as token ids (``prompt_format="ids"``, vLLM) or decoded text
+- ``endpoint="chat"`` sends the episode's ``messages`` to ``chat.completions`` (the server
+  applies its chat template); ``endpoint="completions"`` sends the collector's token context
+  to ``completions``, as token ids (``prompt_format="ids"``, vLLM) or decoded text
   (``"text"``: servers that only take strings, such as ``transformers serve``).
-- Requests of one batch run concurrently, at most ``max_concurrency`` at a time; each has a
-  ``timeout``. 429, 5xx, timeouts and connection errors are retried up to ``max_retries``
-  times after ``backoff * 2**attempt`` seconds (capped at ``max_backoff``, honouring a
-  ``Retry-After`` header), scaled by a random jitter factor in [0.5, 1); other 4xx answers
-  are not retried. A request that still fails becomes a `Generation` with ``error`` set: the
-  collector ends that episode and the rest of the batch goes on.
+- The SDK settings: one ``openai.OpenAI(base_url, api_key, timeout, max_retries)`` client
+  (an ``openai.AsyncOpenAI`` per event loop for :meth:`OpenAIEngine.agenerate`); each request
+  is ``<endpoint>.with_raw_response.create(...)``, with vLLM's fields that the SDK does not
+  type (``return_token_ids``, ``stop_token_ids``) in ``extra_body``, so the server receives
+  the same JSON body a hand-written client would post. Without ``api_key`` the placeholder key
+  ``"EMPTY"`` is sent (never ``OPENAI_API_KEY`` from the environment).
+- Timeouts, retries and backoff are the SDK's: ``timeout`` seconds per attempt; timeouts,
+  connection errors, 408, 409, 429 and 5xx are retried up to ``max_retries`` times after the
+  SDK's exponential backoff (0.5 s doubling to 8 s, minus up to 25% jitter, or the server's
+  ``Retry-After``); other 4xx answers are not retried. A request that still fails, or whose
+  answer is not a completion, becomes a `Generation` with ``error`` set ("HTTP 500: ...
+  (after 4 attempts)"): the collector ends that episode and the rest of the batch goes on.
+- Requests of one batch run concurrently in threads, at most ``max_concurrency`` at a time;
+  :meth:`OpenAIEngine.agenerate` answers one request from a running event loop (for
+  `agent_envs.adapters.loop.async_collector`), at most ``max_concurrency`` in flight at once.
 - The engine asks for sampled-token logprobs and token ids (``logprobs`` and vLLM's
-  ``return_token_ids``). A server that rejects these fields with a 400/422 (``transformers
-  serve`` does) is asked again without them, once, and never again. Without token ids, a
-  chat episode is recorded as text only (all evaluation needs) and a completions episode
-  continues on the re-tokenized reply text (ids that may differ from the sampled ones, no
-  logprobs: fine for evaluation, not for training).
-- :meth:`OpenAIEngine.agenerate` answers one request from a running event loop (for
-  `agent_envs.adapters.loop.async_collector`), through an ``httpx.AsyncClient`` with the same payloads, retries,
-  fallbacks and errors; at most ``max_concurrency`` of its requests are in flight at once.
+  ``return_token_ids``) and reads the ids from the extra field ``token_ids`` of the first
+  choice. A server that rejects these fields with a 400/422 (``transformers serve`` does) is
+  asked again without them, once, and never again. Without token ids, a chat episode is
+  recorded as text only (all evaluation needs) and a completions episode continues on the
+  re-tokenized reply text (ids that may differ from the sampled ones, no logprobs: fine for
+  evaluation, not for training).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
-import threading
-import time
-from collections.abc import Iterator, Sequence
+import warnings
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import numpy as np
 from agent_envs.adapters.loop.engine import Generation, GenerationRequest, SamplingConfig
-from gymnasium.error import DependencyNotInstalled
+
+from agent_envs.optional import require
 
 __all__ = ["OpenAIEngine"]
 
 _ENDPOINTS = ("chat", "completions")
 _PROMPT_FORMATS = ("ids", "text")
 _TOKEN_FIELDS = ("logprobs", "top_logprobs", "return_token_ids")
-
-
-class _Failure(Exception):
-    """A request that failed for good (``retry=False``) or for now."""
-
-    def __init__(self, message: str, *, retry: bool, retry_after: float | None = None):
-        super().__init__(message)
-        self.retry = retry
-        self.retry_after = retry_after
+#: vLLM's request fields, which the SDK's ``create`` signatures lack: sent in ``extra_body``
+_EXTRA_BODY_FIELDS = ("return_token_ids", "stop_token_ids")
+#: the SDK header that numbers an attempt's retries (0 on the first attempt)
+_RETRY_COUNT_HEADER = "x-stainless-retry-count"
 
 
 class OpenAIEngine:
@@ -66,12 +66,13 @@ class OpenAIEngine:
         sampling: temperature, top-p; with a ``seed``, the k-th request of the engine's life
             is sent with seed ``seed + k`` (reproducible, and the G copies of a group differ).
         max_concurrency: requests in flight at once.
-        timeout: seconds per request attempt.
-        max_retries: retries after the first attempt (on 429/5xx/timeouts/connection errors).
-        backoff, max_backoff: the retry delay schedule in seconds.
-        api_key: sent as a bearer token when given.
+        timeout: seconds per request attempt (the SDK's ``timeout``).
+        max_retries: retries after the first attempt (the SDK's ``max_retries``).
+        backoff, max_backoff, seed: deprecated, no effect (a `DeprecationWarning` when given):
+            the delays between retries are the SDK's.
+        api_key: the bearer token (``"EMPTY"`` when not given).
         prompt_format: ``"ids"`` or ``"text"`` for ``"completions"``.
-        seed: seeds the jitter of the retry delays.
+        name: the agent name written into records (default ``"http:<model>"``).
     """
 
     def __init__(
@@ -85,8 +86,8 @@ class OpenAIEngine:
         max_concurrency: int = 8,
         timeout: float = 60.0,
         max_retries: int = 3,
-        backoff: float = 0.5,
-        max_backoff: float = 8.0,
+        backoff: float | None = None,
+        max_backoff: float | None = None,
         api_key: str | None = None,
         prompt_format: str = "ids",
         seed: int | None = None,
@@ -108,20 +109,17 @@ class OpenAIEngine:
             raise ValueError(f"max_concurrency must be a positive int, got {max_concurrency!r}")
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
             raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
-        for label, value in (
-            ("timeout", timeout),
-            ("backoff", backoff),
-            ("max_backoff", max_backoff),
-        ):
-            if not isinstance(value, (int, float)) or value <= 0:
-                raise ValueError(f"{label} must be a positive number, got {value!r}")
-        try:
-            import httpx
-        except ImportError as error:  # pragma: no cover - depends on the environment
-            raise DependencyNotInstalled(
-                "OpenAIEngine needs httpx: pip install 'agent-envs[train]'"
-            ) from error
-        self._httpx = httpx
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise ValueError(f"timeout must be a positive number, got {timeout!r}")
+        for label, value in (("backoff", backoff), ("max_backoff", max_backoff), ("seed", seed)):
+            if value is not None:
+                warnings.warn(
+                    f"OpenAIEngine({label}={value!r}) has no effect: the openai SDK schedules "
+                    "the retries",
+                    DeprecationWarning,
+                    stacklevel=2,
+                )
+        self._openai = require("openai", extra="openai")
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.endpoint = endpoint
@@ -130,21 +128,12 @@ class OpenAIEngine:
         self.max_concurrency = max_concurrency
         self.timeout = float(timeout)
         self.max_retries = max_retries
-        self.backoff = float(backoff)
-        self.max_backoff = float(max_backoff)
         self.prompt_format = prompt_format
         self.name = name or f"http:{model}"
         self.ask_token_data = True
-        self._rng = np.random.default_rng(seed)
-        self._lock = threading.Lock()
         self._request_count = itertools.count()
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(
-            headers=headers,
-            timeout=httpx.Timeout(self.timeout),
-            limits=httpx.Limits(max_connections=max_concurrency),
-        )
-        self._headers = headers
+        self._api_key = api_key or "EMPTY"
+        self._client = self._openai.OpenAI(**self._client_settings())
         # the async client and its concurrency bound belong to one event loop (made on first use)
         self._async: tuple[Any, Any, asyncio.Semaphore] | None = None
 
@@ -169,19 +158,15 @@ class OpenAIEngine:
         except ValueError as error:
             return Generation("", finish_reason="error", error=str(error))
         client, slots = self._async_client()
-        attempt = 0
         async with slots:
             while True:
                 try:
-                    return self._parse(await self._apost(client, payload), request)
-                except _Failure as failure:
-                    outcome = self._after_failure(failure, payload, attempt)
-                if isinstance(outcome, Generation):
-                    return outcome
-                payload, delay = outcome
-                if delay is not None:
-                    await asyncio.sleep(delay)
-                    attempt += 1
+                    response = await self._create(client)(**self._arguments(payload))
+                    return self._parse(response, request)
+                except self._openai.APIError as error:
+                    payload = self._after_failure(error, payload)
+                if isinstance(payload, Generation):
+                    return payload
 
     def close(self) -> None:
         self._client.close()
@@ -189,7 +174,7 @@ class OpenAIEngine:
     async def aclose(self) -> None:
         """Close the async client (from the loop that used it) and the sync one."""
         if self._async is not None and self._async[0] is asyncio.get_running_loop():
-            await self._async[1].aclose()
+            await self._async[1].close()
         self._async = None
         self.close()
 
@@ -201,6 +186,7 @@ class OpenAIEngine:
 
     # ----------------------------------------------------------------- one request
     def _payload(self, request: GenerationRequest) -> dict[str, Any]:
+        """The JSON body the server receives."""
         sampling = self.sampling
         payload: dict[str, Any] = {
             "model": self.model,
@@ -221,9 +207,9 @@ class OpenAIEngine:
                     payload["stop_token_ids"] = list(request.stop_token_ids)
             else:
                 payload["prompt"] = self.tokenizer.decode(request.prompt_ids)
-            if request.stop_token_ids and self.prompt_format == "text":
-                stops = [self.tokenizer.decode([token]) for token in request.stop_token_ids]
-                payload["stop"] = [stop for stop in stops if stop]
+                if request.stop_token_ids:
+                    stops = [self.tokenizer.decode([token]) for token in request.stop_token_ids]
+                    payload["stop"] = [stop for stop in stops if stop]
         if sampling.seed is not None:  # distinct per request, so a group's replies differ
             payload["seed"] = sampling.seed + next(self._request_count)
         if self.ask_token_data:
@@ -239,106 +225,97 @@ class OpenAIEngine:
     ) -> Generation:
         if isinstance(payload, str):  # the request could not be built
             return Generation("", finish_reason="error", error=payload)
-        attempt = 0
         while True:
             try:
-                return self._parse(self._post(self._url, payload), request)
-            except _Failure as failure:
-                outcome = self._after_failure(failure, payload, attempt)
-            if isinstance(outcome, Generation):
-                return outcome
-            payload, delay = outcome
-            if delay is not None:
-                time.sleep(delay)
-                attempt += 1
+                return self._parse(self._send(payload), request)
+            except self._openai.APIError as error:
+                payload = self._after_failure(error, payload)
+            if isinstance(payload, Generation):
+                return payload
 
-    @property
-    def _url(self) -> str:
-        return f"{self.base_url}/{'chat/completions' if self.endpoint == 'chat' else 'completions'}"
+    def _send(self, payload: dict[str, Any]) -> Any:
+        """One request through the sync client, the SDK's retries included: its raw response
+        (``.parse()``, ``.retries_taken``)."""
+        return self._create(self._client)(**self._arguments(payload))
 
-    def _after_failure(
-        self, failure: _Failure, payload: dict[str, Any], attempt: int
-    ) -> Generation | tuple[dict[str, Any], float | None]:
-        """What follows a failed attempt: the final error `Generation`, or the payload to send
-        next and the delay before it (``None``: at once, without counting an attempt: the
-        server refused the token-data fields, asked again without them)."""
-        rejected_extras = (
-            not failure.retry
-            and any(field in payload for field in _TOKEN_FIELDS)
-            and any(field in str(failure) for field in _TOKEN_FIELDS)
+    def _client_settings(self) -> dict[str, Any]:
+        return dict(
+            base_url=self.base_url,
+            api_key=self._api_key,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
         )
-        if rejected_extras:
-            self.ask_token_data = False
-            return {k: v for k, v in payload.items() if k not in _TOKEN_FIELDS}, None
-        if not failure.retry or attempt >= self.max_retries:
-            attempts = attempt + 1
-            return Generation(
-                "",
-                finish_reason="error",
-                error=f"{failure} (after {attempts} attempt{'s' * (attempts > 1)})",
-            )
-        return payload, self._delay(attempt, failure.retry_after)
-
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        delay = min(self.max_backoff, self.backoff * 2**attempt)
-        if retry_after is not None:
-            delay = min(self.max_backoff, max(delay, retry_after))
-        with self._lock:
-            return delay * float(self._rng.uniform(0.5, 1.0))
-
-    @contextlib.contextmanager
-    def _transport_failures(self) -> Iterator[None]:
-        httpx = self._httpx
-        try:
-            yield
-        except httpx.TimeoutException as error:
-            raise _Failure(f"timeout after {self.timeout}s: {error!r}", retry=True) from None
-        except httpx.TransportError as error:
-            raise _Failure(f"connection error: {error!r}", retry=True) from None
-
-    def _post(self, url: str, payload: dict[str, Any]) -> dict[str, Any]:
-        with self._transport_failures():
-            response = self._client.post(url, json=payload)
-        return self._read(response)
 
     def _async_client(self) -> tuple[Any, asyncio.Semaphore]:
         loop = asyncio.get_running_loop()
         if self._async is None or self._async[0] is not loop:
-            httpx = self._httpx
-            client = httpx.AsyncClient(
-                headers=self._headers,
-                timeout=httpx.Timeout(self.timeout),
-                limits=httpx.Limits(max_connections=self.max_concurrency),
-            )
+            client = self._openai.AsyncOpenAI(**self._client_settings())
             self._async = (loop, client, asyncio.Semaphore(self.max_concurrency))
         return self._async[1], self._async[2]
 
-    async def _apost(self, client: Any, payload: dict[str, Any]) -> dict[str, Any]:
-        with self._transport_failures():
-            response = await client.post(self._url, json=payload)
-        return self._read(response)
+    def _create(self, client: Any) -> Any:
+        resource = client.chat.completions if self.endpoint == "chat" else client.completions
+        return resource.with_raw_response.create
 
-    def _read(self, response: Any) -> dict[str, Any]:
-        status = response.status_code
-        if status == 429 or status >= 500:
-            retry_after = response.headers.get("retry-after")
-            try:
-                seconds = float(retry_after) if retry_after is not None else None
-            except ValueError:
-                seconds = None
-            raise _Failure(f"HTTP {status}: {response.text[:300]}", retry=True, retry_after=seconds)
-        if status >= 400:
-            raise _Failure(f"HTTP {status}: {response.text[:300]}", retry=False)
+    @staticmethod
+    def _arguments(payload: dict[str, Any]) -> dict[str, Any]:
+        """``create``'s keyword arguments for ``payload``: vLLM's fields go in ``extra_body``."""
+        arguments = {key: value for key, value in payload.items() if key not in _EXTRA_BODY_FIELDS}
+        extra = {key: payload[key] for key in _EXTRA_BODY_FIELDS if key in payload}
+        return {**arguments, "extra_body": extra or None}
+
+    def _after_failure(self, error: Any, payload: dict[str, Any]) -> Generation | dict[str, Any]:
+        """What follows a request the SDK gave up on: the payload to send again when the server
+        refused the token-data fields (sent without them from now on), else the error
+        `Generation`."""
+        openai = self._openai
+        if isinstance(error, openai.APIStatusError):
+            if (
+                error.status_code in (400, 422)
+                and any(field in payload for field in _TOKEN_FIELDS)
+                and any(field in error.response.text for field in _TOKEN_FIELDS)
+            ):
+                self.ask_token_data = False
+                return {k: v for k, v in payload.items() if k not in _TOKEN_FIELDS}
+            message = f"HTTP {error.status_code}: {error.response.text[:300]}"
+        elif isinstance(error, openai.APITimeoutError):
+            message = f"timeout after {self.timeout}s: {error.__cause__!r}"
+        elif isinstance(error, openai.APIConnectionError):
+            message = f"connection error: {error.__cause__!r}"
+        else:
+            message = f"{type(error).__name__}: {error}"
+        retries = error.request.headers.get(_RETRY_COUNT_HEADER, "0")
+        return _error(message, attempts=int(retries) + 1 if retries.isdigit() else 1)
+
+    def _parse(self, response: Any, request: GenerationRequest) -> Generation:
+        body = self._body(response)
         try:
-            return response.json()
+            text, token_ids, logprobs, finish = self._read_choice(body["choices"][0], request)
+        except (TypeError, KeyError, IndexError, AttributeError, ValueError):
+            excerpt = response.http_response.text[:300]
+            return _error(f"malformed response: {excerpt}", attempts=response.retries_taken + 1)
+        return Generation(
+            text=text,
+            token_ids=token_ids,
+            logprobs=logprobs,
+            finish_reason=finish,
+            usage=dict(body.get("usage") or {}),
+        )
+
+    def _body(self, response: Any) -> dict[str, Any] | None:
+        """The SDK's parsed response as a dict, extra fields included (``None`` if not JSON)."""
+        try:
+            parsed = response.parse()
         except ValueError:
-            raise _Failure(f"HTTP {status}: not JSON: {response.text[:200]}", retry=True) from None
+            return None
+        return (
+            parsed.to_dict(warnings=False) if isinstance(parsed, self._openai.BaseModel) else None
+        )
 
-    def _parse(self, body: dict[str, Any], request: GenerationRequest) -> Generation:
-        try:
-            choice = body["choices"][0]
-        except (KeyError, IndexError, TypeError):
-            raise _Failure(f"malformed response: {str(body)[:300]}", retry=False) from None
+    def _read_choice(
+        self, choice: dict[str, Any], request: GenerationRequest
+    ) -> tuple[str, list[int] | None, list[float] | None, str]:
+        """Text, token ids, logprobs and finish reason of the first choice."""
         if self.endpoint == "chat":
             text = (choice.get("message") or {}).get("content") or ""
             content = (choice.get("logprobs") or {}).get("content")
@@ -347,8 +324,8 @@ class OpenAIEngine:
             text = choice.get("text") or ""
             token_logprobs = (choice.get("logprobs") or {}).get("token_logprobs")
             logprobs = [float(value) for value in token_logprobs] if token_logprobs else None
-        finish = choice.get("finish_reason") or "stop"
-        token_ids = choice.get("token_ids")
+        finish = "length" if choice.get("finish_reason") == "length" else "stop"
+        token_ids = choice.get("token_ids")  # vLLM's extra field
         if token_ids is not None:
             token_ids = [int(token) for token in token_ids]
             if logprobs is not None and len(logprobs) != len(token_ids):
@@ -360,10 +337,11 @@ class OpenAIEngine:
                 token_ids = self.tokenizer.encode(text, add_special_tokens=False)
                 if finish != "length" and request.stop_token_ids:
                     token_ids.append(request.stop_token_ids[0])
-        return Generation(
-            text=text,
-            token_ids=token_ids,
-            logprobs=logprobs,
-            finish_reason="length" if finish == "length" else "stop",
-            usage=dict(body.get("usage") or {}),
-        )
+        return text, token_ids, logprobs, finish
+
+
+def _error(message: str, *, attempts: int) -> Generation:
+    plural = "s" * (attempts > 1)
+    return Generation(
+        "", finish_reason="error", error=f"{message} (after {attempts} attempt{plural})"
+    )
