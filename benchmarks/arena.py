@@ -14,9 +14,9 @@
   defaults ``mu=25, sigma=25/3``): every head-to-head game is rated in the order played (a
   draw is a tie), and the table lists ``mu``, ``sigma`` and the conservative ordinal
   ``mu - 3 sigma``.
-* **Replays**: ``replays/<game>.html`` (`agent_envs.renderers.replay`) shows head-to-head games move by
-  move, both players: each move is a turn labelled with its player and agent, with the
-  board that player saw.
+* **Replays**: ``replays/<game>.html`` (`agent_envs.renderers.replay`) shows head-to-head
+  games move by move, both players: each move is a turn labelled with its player and agent,
+  with the board that player saw.
 
 Agents are policies on the live env (`agent_envs.adapters.textarena.TextArenaEnv`): ``random`` (a
 uniform legal move), ``first`` (the first legal move the game lists) and ``lookahead`` (wins
@@ -43,7 +43,6 @@ episodes are single-agent trajectories validated by replay).
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import hashlib
 import itertools
@@ -51,11 +50,13 @@ import json
 import math
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+import tyro
+from agent_envs.benchmarks.cli import parse
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "arena"
@@ -117,18 +118,19 @@ OPPONENTS: tuple[str, ...] = ("random", "lookahead")
 class Args:
     """Arena settings (every field is a command-line flag)."""
 
-    games: str = "TicTacToe-v0,ConnectFour-v0,Nim-v0"
-    """TextArena two-player ids, comma-separated"""
-    agents: str = "random,first,lookahead"
-    """agents (names in AGENTS), comma-separated"""
+    games: list[str] = field(default_factory=lambda: ["TicTacToe-v0", "ConnectFour-v0", "Nim-v0"])
+    """TextArena two-player ids"""
+    agents: list[str] = field(default_factory=lambda: ["random", "first", "lookahead"])
+    """agents (names in AGENTS)"""
     episodes: int = 20
     """games per (agent, opponent, game), seats alternating; even"""
     replays: int = 4
     """head-to-head games per game shown in its replay page"""
-    out: str = str(RESULTS)
+    out: Path = RESULTS
     """run folder"""
-    validate: str = ""
-    """a run folder to validate instead of running"""
+    validate: Annotated[Path | None, tyro.conf.arg(metavar="RUN_DIR")] = None
+    """recompute RUN_DIR's summary.json from its episodes instead of running (exit 1 on any
+    difference)"""
 
 
 def episode_seed(game: str, index: int) -> int:
@@ -180,8 +182,7 @@ def play(game: str, seed: int, players: Sequence[str]) -> dict[str, Any]:
 def schedule(args: Args) -> list[tuple[str, str, str, str, int, int | None]]:
     """(kind, game, player 0, player 1, seed, the agent's seat in "fixed" games) for every
     game of the run, in order."""
-    games = _names(args.games)
-    agents = _names(args.agents)
+    games, agents = args.games, args.agents
     if args.episodes < 2 or args.episodes % 2:
         raise ValueError(f"episodes must be an even number >= 2, got {args.episodes}")
     unknown = [name for name in agents if name not in AGENTS]
@@ -298,8 +299,9 @@ def report(summary: dict[str, Any], args: Args) -> str:
     lines = [
         "# Two-player arena (TextArena games)",
         "",
-        f"`python -m agent_envs.benchmarks.arena --games {args.games} --agents {args.agents} "
-        f"--episodes {args.episodes}`; seats alternate; agents and seeds in the module "
+        f"`python -m agent_envs.benchmarks.arena --games {' '.join(args.games)} "
+        f"--agents {' '.join(args.agents)} --episodes {args.episodes}`; seats alternate; "
+        "agents and seeds in the module "
         "docstring. Score: win 1, draw 1/2, loss 0. Intervals are 95%: Wilson for the win "
         "rate, normal (mean +- 1.96 SE, clipped to [0, 1]) for the score.",
         "",
@@ -387,7 +389,7 @@ def main(args: Args) -> dict[str, Any]:
         file.write(lines.encode("utf-8"))
     (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
     (out / "arena.md").write_text(report(summary, args), encoding="utf-8")
-    for game in _names(args.games):
+    for game in args.games:
         shown = [e for e in episodes if e["kind"] == "h2h" and e["game"] == game]
         write_replay(
             [replay_episode(e) for e in shown[: args.replays]],
@@ -439,21 +441,9 @@ def _walk(a: Any, b: Any, path: str) -> list[tuple[str, Any, Any]]:
     return [] if a == b else [(path, a, b)]
 
 
-def _names(text: str) -> list[str]:
-    return [name.strip() for name in text.split(",") if name.strip()]
-
-
-def _parse(argv: Sequence[str] | None = None) -> Args:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    defaults = Args()
-    for field in fields(Args):
-        value = getattr(defaults, field.name)
-        parser.add_argument(f"--{field.name.replace('_', '-')}", type=type(value), default=value)
-    return Args(**vars(parser.parse_args(argv)))
-
-
 if __name__ == "__main__":
-    arguments = _parse()
+    prog = "python -m agent_envs.benchmarks.arena"
+    arguments = parse(Args, prog=prog, description=__doc__.split("\n\n")[0])
     if arguments.validate:
         issues = validate(arguments.validate)
         for issue in issues:

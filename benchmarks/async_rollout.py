@@ -1,9 +1,9 @@
 """Episodes per second: the asynchronous collector against the lockstep one, on a skewed
 workload, through a real OpenAI-compatible server on loopback.
 
-``python -m agent_envs.benchmarks.async_rollout`` starts ``transformers serve`` on 127.0.0.1 (continuous
-batching, CPU, a local checkpoint folder written here; the process runs under ``timeout`` and
-is killed by its pid at the end) and collects the same ``--episodes`` episodes of
+``python -m agent_envs.benchmarks.async_rollout`` starts ``transformers serve`` on 127.0.0.1
+(continuous batching, CPU, a local checkpoint folder written here; the process runs under
+``timeout`` and is killed by its pid at the end) and collects the same ``--episodes`` episodes of
 ``grl/Sokoban-v0`` four ways, at most ``--concurrency`` (C) requests in flight in each:
 
 * **C episodes at a time.** *lockstep, rounds of C*: the lockstep `RolloutCollector` over a
@@ -34,7 +34,6 @@ ratio of episodes per second is taken within each repeat: the median and range g
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import platform
@@ -46,11 +45,12 @@ import sys
 import tempfile
 import time
 import zlib
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import gymnasium
+from agent_envs.benchmarks.cli import parse
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "async_rollout.md"
@@ -74,7 +74,7 @@ class Args:
     """token budget of one reply in --long-every"""
     long_every: int = 4
     """one reply in this many (by hash) gets --long-tokens"""
-    turns: str = "1,1,2,2,3,5"
+    turns: list[int] = field(default_factory=lambda: [1, 1, 2, 2, 3, 5])
     """episode lengths in turns, one picked per episode by its seed"""
     model: str = "tiny"
     """"tiny" (2-layer Llama, SmolLM2 tokenizer) or "smollm2" (the real checkpoint)"""
@@ -303,7 +303,7 @@ def _exit_on_sigterm(signum: int, frame: Any) -> None:
 
 def main(args: Args) -> str:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    lengths = tuple(int(value) for value in args.turns.split(","))
+    lengths = tuple(args.turns)
     if args.episodes % args.concurrency:
         raise ValueError(f"episodes must be a multiple of concurrency={args.concurrency}")
     with tempfile.TemporaryDirectory(prefix="async-rollout-") as tmp:
@@ -336,7 +336,8 @@ def _report(args: Args, lengths: tuple, runs: dict[str, list[dict[str, Any]]]) -
     lines = [
         "# Asynchronous vs lockstep rollout",
         "",
-        f"`python -m agent_envs.benchmarks.async_rollout` on {platform.machine()}, {os.cpu_count()} CPUs "
+        f"`python -m agent_envs.benchmarks.async_rollout` on {platform.machine()}, "
+        f"{os.cpu_count()} CPUs "
         f"(shared with other jobs), Python {platform.python_version()}: `{ENV_ID}`, "
         f"{args.episodes} episodes per collection, at most {args.concurrency} requests in "
         f"flight, `transformers serve --continuous-batching` on 127.0.0.1 (CPU) serving "
@@ -377,13 +378,6 @@ def _report(args: Args, lengths: tuple, runs: dict[str, list[dict[str, Any]]]) -
     return "\n".join(lines)
 
 
-def _parse() -> Args:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    for field in fields(Args):
-        parser.add_argument(f"--{field.name.replace('_', '-')}", type=type(field.default),
-                            default=field.default)  # fmt: skip
-    return Args(**vars(parser.parse_args()))
-
-
 if __name__ == "__main__":
-    main(_parse())
+    prog = "python -m agent_envs.benchmarks.async_rollout"
+    main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0]))

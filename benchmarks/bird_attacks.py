@@ -1,7 +1,7 @@
 """Hostile SQL and hostile replies against the BIRD env: wall time and memory growth per attack.
 
-``python -m agent_envs.benchmarks.bird_attacks`` plays each attack as one turn of a fresh BIRD env (the
-built-in databases) in a fresh process and records:
+``python -m agent_envs.benchmarks.bird_attacks`` plays each attack as one turn of a fresh BIRD env
+(the built-in databases) in a fresh process and records:
 
 * the wall time of ``env.step(reply)``, against the limit that applies to that turn (the
   EXECUTE time limit, the graded SUBMIT time limit, or 50 ms for reply parsing);
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent_envs.benchmarks._cli import parse_flags, write_report
+from agent_envs.benchmarks.cli import parse, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 MIB = 2**20
@@ -56,6 +56,11 @@ _INSTR = (  # three calls in one expression: no instruction boundary between the
     "SELECT instr(a, b) + instr(a, b) + instr(a, b) FROM s"
 )
 
+_SORT = (  # ~1 KB rows of a 56.6-million-row cross join, sorted: temporary data without bound
+    "SELECT printf('%.*c', 1000, 'x') || a.name || b.name || c.name AS x"
+    " FROM players AS a, players AS b, players AS c ORDER BY x"
+)
+
 
 @dataclass(frozen=True)
 class Attack:
@@ -76,6 +81,8 @@ ATTACKS = (
     Attack("1 row x 2000 cols x 1 MB (graded)", "submit", f"<answer>SUBMIT: {_WIDE}</answer>"),
     Attack("1 row x 900 cols x 1 MB (graded)", "submit", f"<answer>SUBMIT: {_WIDE_900}</answer>"),
     Attack("64 rows x 50 cols x 1 MB (graded)", "submit", f"<answer>SUBMIT: {_TALL}</answer>"),
+    Attack("sorted cross join, 1 KB rows", "execute", f"<answer>EXECUTE: {_SORT}</answer>"),
+    Attack("sorted cross join (graded)", "submit", f"<answer>SUBMIT: {_SORT}</answer>"),
     Attack("fence + 100k spaces", "parse", "<answer>```" + " " * 100_000 + "x</answer>"),
     Attack("fence + 1M spaces", "parse", "<answer>```" + " " * 1_000_000 + "x</answer>"),
     Attack("fence + 1M tabs and letters", "parse", "<answer>```" + " a\t" * 333_333 + "</answer>"),
@@ -105,6 +112,7 @@ class Args:
     child: str = ""
     """(internal) run one attack in this process and print its measures as JSON"""
     out: Path = ROOT / "benchmarks/results"
+    """folder of bird_attacks.md (written by full runs: no --only, no --json)"""
 
 
 # ----------------------------------------------------------------- inside one attack process
@@ -220,8 +228,8 @@ def report(rows: list[tuple[Attack, dict, dict | None]], args: Args) -> str:
         "growth in MiB of peak RSS over the RSS before the step, for the env's process and "
         "for its SQL worker (0 where there is none). Targets: wall <= 1.2x the limit, growth "
         "< 256 MiB per process.",
-        "Reproduce: `python -m agent_envs.benchmarks.bird_attacks --before DIR` (DIR: the code before "
-        "the fix, `git archive <commit> agent_envs renderers | tar -x -C DIR`).",
+        "Reproduce: `python -m agent_envs.benchmarks.bird_attacks --before DIR` (DIR: the code "
+        "before the fix, `git archive <commit> agent_envs renderers | tar -x -C DIR`).",
         "",
     ]  # fmt: skip
     if any(before is not None for _, _, before in rows):
@@ -281,7 +289,12 @@ def main(args: Args) -> str:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Args:
-    return parse_flags(Args, __doc__, argv)
+    return parse(
+        Args,
+        argv,
+        prog="python -m agent_envs.benchmarks.bird_attacks",
+        description=__doc__.split("\n\n")[0],
+    )
 
 
 if __name__ == "__main__":

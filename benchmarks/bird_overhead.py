@@ -1,7 +1,7 @@
 """What the BIRD env's guards cost per query, against raw ``sqlite3``.
 
-``python -m agent_envs.benchmarks.bird_overhead`` runs every gold query of the BIRD sample (the Mini-Dev
-questions whose database is in ``../shared/data/bird``; the built-in databases when the
+``python -m agent_envs.benchmarks.bird_overhead`` runs every gold query of the BIRD sample (the
+Mini-Dev questions whose database is in ``../shared/data/bird``; the built-in databases when the
 sample is absent) four ways, each warmed up once and then timed ``repeats`` times (the best
 time counts; the ways take turns within each round, so that noise on a shared machine hits
 them alike):
@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent_envs.benchmarks._cli import parse_flags, write_report
+from agent_envs.benchmarks.cli import parse, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT.parent / "shared" / "data" / "bird" / "mini_dev_sqlite.json"
@@ -49,6 +49,7 @@ class Args:
     repeats: int = 7
     """timed runs per query and way (the best one counts)"""
     out: Path = ROOT / "benchmarks/results"
+    """folder of bird_overhead.md"""
 
 
 def timed(function: Callable[[], object], setup: Callable[[], object] | None = None) -> float:
@@ -173,7 +174,12 @@ def main(args: Args) -> str:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Args:
-    return parse_flags(Args, __doc__, argv)
+    return parse(
+        Args,
+        argv,
+        prog="python -m agent_envs.benchmarks.bird_overhead",
+        description=__doc__.split("\n\n")[0],
+    )
 
 
 if __name__ == "__main__":

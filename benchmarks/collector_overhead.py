@@ -1,7 +1,7 @@
 """What the rollout collector itself costs per env-turn, early and late in an episode.
 
-``python -m agent_envs.benchmarks.collector_overhead`` runs the `RolloutCollector` with a real tokenizer
-(SmolLM2-135M-Instruct's, from the GGUF file of the embedded default model; ``--tokenizer
+``python -m agent_envs.benchmarks.collector_overhead`` runs the `RolloutCollector` with a real
+tokenizer (SmolLM2-135M-Instruct's, from the GGUF file of the embedded default model; ``--tokenizer
 tiny`` uses a BPE tokenizer trained on the spot instead) and a scripted engine (the env's
 random baseline, tokenizing its replies like a model's), so no model time hides the
 collector's. Each turn's wall time is split into
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent_envs.benchmarks._cli import parse_flags, write_report
+from agent_envs.benchmarks.cli import parse, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "collector_overhead.md"
@@ -236,4 +236,5 @@ def main(args: Args) -> str:
 
 
 if __name__ == "__main__":
-    main(parse_flags(Args, __doc__))
+    prog = "python -m agent_envs.benchmarks.collector_overhead"
+    main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0]))

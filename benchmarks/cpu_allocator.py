@@ -1,12 +1,12 @@
 """CPU training under glibc's allocator and under tcmalloc, side by side in one run.
 
-``python -m agent_envs.benchmarks.cpu_allocator`` runs the same small pipeline of ``agent_envs.benchmarks.train``
-(SFT on oracle episodes, then GRPO, then the leaderboard eval of both models) once per
-allocator in each round, the order alternating round by round, each in a fresh process
-(``--allocator system`` / ``--allocator tcmalloc``), and reports per round: the SFT and RL
+``python -m agent_envs.benchmarks.cpu_allocator`` runs the same small pipeline of
+``agent_envs.benchmarks.train`` (SFT on oracle episodes, then GRPO, then the leaderboard eval of
+both models) once per allocator in each round, the order alternating round by round, each in a fresh
+process (``--allocator system`` / ``--allocator tcmalloc``), and reports per round: the SFT and RL
 step times, the eval's wall time, and the share of the processes' CPU time spent in the
-kernel (page faults: see ``agent_envs.adapters.trl.allocator``). Seeds are fixed, so both sides play the
-same episodes (checked: the RL steps' rewards and completion lengths must match; a mismatch
+kernel (page faults: see ``agent_envs.adapters.trl.allocator``). Seeds are fixed, so both sides play
+the same episodes (checked: the RL steps' rewards and completion lengths must match; a mismatch
 is reported). Results go to ``benchmarks/results/cpu_allocator.md``.
 """
 
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_envs.adapters.trl.allocator import find_tcmalloc
-from agent_envs.benchmarks._cli import finish_report, parse_flags
+from agent_envs.benchmarks.cli import finish_report, parse
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "cpu_allocator.md"
@@ -99,8 +99,8 @@ def one_pipeline(
                 "--eval-out", str(folder / "leaderboard"),
             ]
         )  # fmt: skip
-    sft_log = _log(folder / "sft" / "log.jsonl")
-    rl_log = [row for row in _log(folder / "grpo" / "log.jsonl") if "step_time" in row]
+    sft_log = read_log(folder / "sft" / "log.jsonl")
+    rl_log = [row for row in read_log(folder / "grpo" / "log.jsonl") if "step_time" in row]
     sft_steps = json.loads((folder / "sft" / "stage.json").read_text())["steps"]
     allocator = json.loads((folder / "grpo" / "stage.json").read_text())["allocator"]
     if allocator != side:
@@ -116,11 +116,13 @@ def one_pipeline(
     }
 
 
-def _log(path: Path) -> list[dict[str, Any]]:
+def read_log(path: Path) -> list[dict[str, Any]]:
+    """The rows of a stage's ``log.jsonl`` (one JSON object a line)."""
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def _range(values: list[float], digits: int = 2) -> str:
+def median_range(values: list[float], digits: int = 2) -> str:
+    """``values`` as "median (min to max)" with ``digits`` decimals."""
     return (
         f"{statistics.median(values):.{digits}f} "
         f"({min(values):.{digits}f} to {max(values):.{digits}f})"
@@ -160,7 +162,8 @@ def table_rows(
         first, second = ([run[key] for run in results[side]] for side in sides)
         ratios = [a / b for a, b in zip(first, second, strict=True)]
         lines.append(
-            f"| {label} | {_range(first, digits)} | {_range(second, digits)} | {_range(ratios)} |"
+            f"| {label} | {median_range(first, digits)} | {median_range(second, digits)} "
+            f"| {median_range(ratios)} |"
         )
     return lines
 
@@ -187,7 +190,8 @@ def main(args: Args) -> str:
         f"(`--env {args.env} --rounds {args.rounds} --sft-episodes {args.sft_episodes} "
         f"--rl-steps {args.rl_steps} --eval-seeds {args.eval_seeds}`) on "
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python "
-        f"{platform.python_version()}; tcmalloc: `{library}`. Each round runs `agent_envs.benchmarks.train` "
+        f"{platform.python_version()}; tcmalloc: `{library}`. Each round runs "
+        "`agent_envs.benchmarks.train` "
         "(SFT, GRPO, then the eval of both models) once per allocator in fresh processes, "
         "order alternating; median (min to max) over rounds. Both sides played the same "
         f"RL episodes: {'yes' if same else 'NO (the comparison is not of equal work)'}.",
@@ -200,4 +204,5 @@ def main(args: Args) -> str:
 
 
 if __name__ == "__main__":
-    main(parse_flags(Args, __doc__))
+    prog = "python -m agent_envs.benchmarks.cpu_allocator"
+    main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0]))

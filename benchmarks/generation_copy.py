@@ -1,11 +1,11 @@
 """RL steps on CPU generating on the trained model against a bfloat16 copy, side by side.
 
 ``python -m agent_envs.benchmarks.generation_copy`` runs the small pipeline of
-``agent_envs.benchmarks.cpu_allocator`` (SFT, GRPO, eval; ``agent_envs.benchmarks.train`` in fresh processes,
-tcmalloc on both sides) once with ``--generation-dtype model`` (the training episodes are
+``agent_envs.benchmarks.cpu_allocator`` (SFT, GRPO, eval; ``agent_envs.benchmarks.train`` in fresh
+processes, tcmalloc on both sides) once with ``--generation-dtype model`` (the training episodes are
 sampled from the LoRA-wrapped model under bfloat16 autocast) and once with ``--generation-dtype
-bfloat16`` (from :class:`agent_envs.adapters.trl.GenerationCopy`: LoRA merged, weights in bfloat16, made
-again after each optimizer step) in each round, order alternating. The two sides sample with
+bfloat16`` (from :class:`agent_envs.adapters.trl.GenerationCopy`: LoRA merged, weights in bfloat16,
+made again after each optimizer step) in each round, order alternating. The two sides sample with
 different arithmetic, so their episodes differ a little: the RL steps' mean completion
 lengths are reported next to their times. Results go to
 ``benchmarks/results/generation_copy.md``.
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_envs.benchmarks import cpu_allocator
-from agent_envs.benchmarks._cli import finish_report, parse_flags
+from agent_envs.benchmarks.cli import finish_report, parse
 from agent_envs.benchmarks.cpu_allocator import alternate, one_pipeline, table_rows
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,11 +49,12 @@ def main(args: Args) -> str:
         f"(`--env {args.env} --rounds {args.rounds} --sft-episodes {args.sft_episodes} "
         f"--rl-steps {args.rl_steps}`) on {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}, tcmalloc on both sides. "
-        "Each round runs `agent_envs.benchmarks.train` (SFT, then GRPO steps of 2 groups x 4 episodes) "
+        "Each round runs `agent_envs.benchmarks.train` (SFT, then GRPO steps of 2 groups x 4 "
+        "episodes) "
         "once per side in fresh processes, order alternating; median (min to max) over rounds. "
         "`model`: episodes sampled from the LoRA-wrapped model under bfloat16 autocast; "
-        "`bfloat16`: from `agent_envs.adapters.trl.GenerationCopy` (LoRA merged, bfloat16 weights, made "
-        "again after each optimizer step). The sides' episodes differ a little (different "
+        "`bfloat16`: from `agent_envs.adapters.trl.GenerationCopy` (LoRA merged, bfloat16 weights, "
+        "made again after each optimizer step). The sides' episodes differ a little (different "
         "arithmetic), hence the completion lengths.",
         "",
         "| measure | model | bfloat16 copy | model ÷ copy |",
@@ -72,4 +73,5 @@ def main(args: Args) -> str:
 
 
 if __name__ == "__main__":
-    main(parse_flags(Args, __doc__))
+    prog = "python -m agent_envs.benchmarks.generation_copy"
+    main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0]))

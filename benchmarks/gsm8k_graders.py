@@ -1,7 +1,7 @@
 """GSM8K graders side by side: the project's, lm-evaluation-harness's and math-verify's.
 
-``python -m agent_envs.benchmarks.gsm8k_graders`` grades :data:`ROWS` (real-looking replies with their gold
-answer) four ways and writes ``benchmarks/results/gsm8k_graders.md``:
+``python -m agent_envs.benchmarks.gsm8k_graders`` grades :data:`ROWS` (real-looking replies with
+their gold answer) four ways and writes ``benchmarks/results/gsm8k_graders.md``:
 
 * the project's :func:`agent_envs.envs.gsm8k.grading.read_answer`, strict and flexible;
 * lm-evaluation-harness's ``gsm8k`` task (``lm_eval/tasks/gsm8k/gsm8k.yaml``, version 3.0):
@@ -23,17 +23,18 @@ reader of ``--baseline`` (a git commit, read with ``git show``), best and worst 
 
 from __future__ import annotations
 
-import argparse
 import platform
 import re
 import subprocess
 import time
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import partial
 from pathlib import Path
+
+from agent_envs.benchmarks.cli import parse
 
 from agent_envs.envs.gsm8k import GSM8KEnv
 from agent_envs.envs.gsm8k.grading import format_number, parse_number, read_answer
@@ -515,7 +516,19 @@ def timing_table(results: list[dict[str, object]], baseline: str | None) -> list
     return lines
 
 
-def main(args: argparse.Namespace) -> str:
+@dataclass
+class Args:
+    """Benchmark settings (every field is a command-line flag)."""
+
+    repeats: int = 5
+    """timed runs per adversarial reply (best and worst reported)"""
+    baseline: str = ""
+    """a git commit whose reader is timed beside ours ("": none)"""
+    output: Path = OUTPUT
+    """where the Markdown report goes"""
+
+
+def main(args: Args) -> str:
     from importlib.metadata import version
 
     graded = grade_rows()
@@ -600,12 +613,13 @@ def main(args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=5, help="timed runs per reply")
-    parser.add_argument("--baseline", default=None, help="git commit whose reader to compare")
-    parser.add_argument("--output", type=Path, default=OUTPUT)
-    return parser.parse_args(argv)
+def parse_args(argv: Sequence[str] | None = None) -> Args:
+    return parse(
+        Args,
+        argv,
+        prog="python -m agent_envs.benchmarks.gsm8k_graders",
+        description=__doc__.split("\n\n")[0],
+    )
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent_envs.benchmarks._cli import parse_flags, write_report
+from agent_envs.benchmarks.cli import parse, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "kv_cache.md"
@@ -198,8 +198,8 @@ def to_markdown(args: Args, result: dict[str, Any]) -> str:
     lines = [
         "# Transformers engine: turn-k generation time, prefix reuse against re-prefill",
         "",
-        f"`python -m agent_envs.benchmarks.kv_cache` on {platform.machine()}, {os.cpu_count()} CPUs "
-        f"({result['threads']} torch threads), Python {platform.python_version()}: {model}, "
+        f"`python -m agent_envs.benchmarks.kv_cache` on {platform.machine()}, {os.cpu_count()} "
+        f"CPUs ({result['threads']} torch threads), Python {platform.python_version()}: {model}, "
         f"`{args.env_id}`, {args.num_envs} episodes per batch, {args.turns} turns, "
         f"{args.max_new_tokens} new tokens per turn, greedy; {args.repeats} repeats per mode, "
         "the two modes alternating (ABBA) on the same seeds. Seconds are the engine's "
@@ -246,4 +246,5 @@ def main(args: Args) -> str:
 
 
 if __name__ == "__main__":
-    main(parse_flags(Args, __doc__))
+    prog = "python -m agent_envs.benchmarks.kv_cache"
+    main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0]))

@@ -12,25 +12,25 @@ instead of being run. The worst family of each id is also timed at 1/4, 1/2, 1 a
 ``size``, side by side, so the growth can be read off the ratios (``--no-scale`` skips it).
 
 Results print as Markdown and go to ``benchmarks/results/parse_worst_case.md``.
-``tests/test_adversarial_replies.py`` runs ``python -m agent_envs.benchmarks.parse_worst_case --probe
-ID`` (one step per family, one JSON line each) in a child process per id, with a generous
-bound: no timing claims in unit tests; this script is where the figures come from.
+``tests/test_adversarial_replies.py`` runs ``python -m
+agent_envs.benchmarks.parse_worst_case --probe ID`` (one step per family, one JSON line each)
+in a child process per id, with a generous bound: no timing claims in unit tests; this script
+is where the figures come from.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from agent_envs.benchmarks.cli import parse
 
 from agent_envs.core.spaces import MAX_REPLY_LENGTH
 
@@ -179,8 +179,8 @@ class Args:
     """characters per adversarial reply"""
     repeats: int = 5
     """steps per (id, family); the best one counts"""
-    ids: str = ""
-    """comma-separated ids (default: every grl/* id)"""
+    ids: list[str] = field(default_factory=list)
+    """ids measured (none: every grl/* id, and the report is written)"""
     scale: bool = True
     """also time each id's worst family at 1/4, 1/2, 1 and 2 times size"""
     guard_size: int = 20_000
@@ -188,7 +188,12 @@ class Args:
     the full reply, exceeds guard_s, the full size is skipped (a quadratic parser would take
     hours there)"""
     guard_s: float = 2.0
+    """seconds the guard step, scaled to the full size, may take (see guard_size)"""
     out: Path = ROOT / "benchmarks/results"
+    """folder of parse_worst_case.md (written when every id is measured)"""
+    probe: str = ""
+    """(for tests/test_adversarial_replies.py) step this id once per family and print one JSON
+    line each, instead of the benchmark"""
 
 
 @dataclass
@@ -204,7 +209,7 @@ def measure(args: Args) -> Table:
     import gymnasium as gym
 
     texts = replies(args.size)
-    ids = args.ids.split(",") if args.ids else grl_ids()
+    ids = args.ids or grl_ids()
     table = Table({}, {})
     for env_id in ids:
         env = gym.make(env_id).unwrapped
@@ -319,6 +324,10 @@ def report(args: Args, table: Table, scaled: Sequence) -> str:
 
 
 def main(args: Args) -> str:
+    if args.probe:
+        for record in probe(args.probe):
+            print(json.dumps(record), flush=True)
+        return ""
     table = measure(args)
     scaled = scale_rows(args, table) if args.scale else []
     text = report(args, table, scaled)
@@ -330,21 +339,13 @@ def main(args: Args) -> str:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Args:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    defaults = Args()
-    parser.add_argument("--size", type=int, default=defaults.size)
-    parser.add_argument("--repeats", type=int, default=defaults.repeats)
-    parser.add_argument("--ids", default=defaults.ids)
-    parser.add_argument("--no-scale", dest="scale", action="store_false")
-    parser.add_argument("--guard-size", type=int, default=defaults.guard_size)
-    parser.add_argument("--guard-s", type=float, default=defaults.guard_s)
-    parser.add_argument("--out", type=Path, default=defaults.out)
-    return Args(**vars(parser.parse_args(argv)))
+    return parse(
+        Args,
+        argv,
+        prog="python -m agent_envs.benchmarks.parse_worst_case",
+        description=__doc__.split("\n\n")[0],
+    )
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--probe":  # one JSON line per family
-        for record in probe(sys.argv[2]):
-            print(json.dumps(record), flush=True)
-    else:
-        main(parse_args())
+    main(parse_args())

@@ -1,18 +1,19 @@
-"""Regenerate the example pictures in ``benchmarks/results/renderers/`` (from the repository root):
+"""Regenerate the example pictures in ``benchmarks/results/renderers/``.
 
-    python -m agent_envs.benchmarks.render_examples
-
-Oracle episodes (a few turns scripted for the dataset envs) recorded with frames, exported
-as GIFs (one picture per turn, the reply under it), a PNG of a mid-episode frame per env and
-one HTML replay. Needs the ``[render]`` extra; runs headless (no window).
+``python -m agent_envs.benchmarks.render_examples`` (``--out DIR`` writes them elsewhere) plays
+oracle episodes (a few turns scripted for the dataset envs), recorded with frames, and exports
+them as GIFs (one picture per turn, the reply under it), a PNG of a mid-episode frame per env
+and one HTML replay. Needs the ``[render]`` extra; runs headless (no window).
 """
 
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from pathlib import Path
 
 import gymnasium as gym
+from agent_envs.benchmarks.cli import parse
 from agent_envs.renderers.episodes import record_episode
 from agent_envs.renderers.frames import frame_from_dict
 from agent_envs.renderers.gif import write_gif
@@ -48,7 +49,16 @@ def oracle_episode(env_id, seed, *, per_turn=None, scripted=(), think=False, tur
     return record_episode(env, replies, seed=seed)
 
 
-def main() -> None:
+@dataclass
+class Args:
+    """Settings (every field is a command-line flag)."""
+
+    out: Path = OUT
+    """folder of the GIFs, PNGs and replay.html"""
+
+
+def main(args: Args) -> None:
+    args.out.mkdir(parents=True, exist_ok=True)
     examples = {
         "sokoban": oracle_episode("grl/Sokoban-8x8-2box-v0", 1, per_turn=2, think=True),
         "tetris": oracle_episode("grl/Tetris-v0", 2, turns=24),
@@ -64,18 +74,19 @@ def main() -> None:
         ),
     }
     for name, episode in examples.items():
-        write_gif(episode, OUT / f"{name}.gif", fps=1.5)
+        write_gif(episode, args.out / f"{name}.gif", fps=1.5)
         steps = episode["steps"]
         if name != "tetris_4x4_domino":
             frame = frame_from_dict(steps[len(steps) // 2]["frame"])
-            Image.fromarray(draw(frame)).save(OUT / f"{name}.png", optimize=True)
+            Image.fromarray(draw(frame)).save(args.out / f"{name}.png", optimize=True)
         print(f"{name}: {len(steps)} turns, return {episode['episode_return']}")
     write_replay(
         [examples["sokoban"], examples["blocksworld"]],
-        OUT / "replay.html",
+        args.out / "replay.html",
         title="Oracle replays: Sokoban 8x8 with 2 boxes, Blocksworld with 4 blocks",
     )
 
 
 if __name__ == "__main__":
-    main()
+    prog = "python -m agent_envs.benchmarks.render_examples"
+    main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0]))

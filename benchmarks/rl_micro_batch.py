@@ -2,13 +2,13 @@
 
 16 Blocksworld episodes in one forward/backward pass peaked at 22 GiB on CPU (one step,
 ``/usr/bin/time``) and a 48-step run was killed out of memory on a 24 GiB machine.
-``python -m agent_envs.benchmarks.rl_micro_batch`` trains one small SFT model (``agent_envs.benchmarks.train``, in a
-fresh process), then runs the GiGPO stage from it three ways in each round, each in a fresh
-process, the order rotating: ``one-pass`` (all the step's episodes in one forward/backward
-pass), ``checkpointing`` (the same with ``--gradient-checkpointing``: activations recomputed
-in the backward) and ``micro-batch`` (``--rl-micro-batch M``: passes of M episodes, the
-gradient accumulated, one optimizer step). Per side: the process's peak resident memory
-(``ru_maxrss`` from ``os.wait4``; a side killed by a signal, as the kernel's out-of-memory
+``python -m agent_envs.benchmarks.rl_micro_batch`` trains one small SFT model
+(``agent_envs.benchmarks.train``, in a fresh process), then runs the GiGPO stage from it three ways
+in each round, each in a fresh process, the order rotating: ``one-pass`` (all the step's episodes in
+one forward/backward pass), ``checkpointing`` (the same with ``--gradient-checkpointing``:
+activations recomputed in the backward) and ``micro-batch`` (``--rl-micro-batch M``: passes of M
+episodes, the gradient accumulated, one optimizer step). Per side: the process's peak resident
+memory (``ru_maxrss`` from ``os.wait4``; a side killed by a signal, as the kernel's out-of-memory
 killer does, is reported as killed) and the mean RL step time. Results go to
 ``benchmarks/results/rl_micro_batch.md``.
 """
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_envs.benchmarks._cli import finish_report, parse_flags
-from agent_envs.benchmarks.cpu_allocator import _log, _range, alternate
+from agent_envs.benchmarks.cli import finish_report, parse
+from agent_envs.benchmarks.cpu_allocator import alternate, median_range, read_log
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "rl_micro_batch.md"
@@ -77,7 +77,7 @@ def _peak_run(command: list[str]) -> dict[str, Any]:
 def _cell(runs: list[dict[str, Any]], key: str, digits: int) -> str:
     values = [run[key] for run in runs if run.get(key) is not None]
     killed = sum(1 for run in runs if run["killed"])
-    text = _range(values, digits) if values else "-"
+    text = median_range(values, digits) if values else "-"
     return text + (f"; killed in {killed} of {len(runs)}" if killed and key == "peak_gib" else "")
 
 
@@ -120,7 +120,9 @@ def main(args: Args) -> str:
                 ]
             )  # fmt: skip
             if not measured["killed"]:
-                steps = [row for row in _log(folder / "gigpo" / "log.jsonl") if "step_time" in row]
+                steps = [
+                    row for row in read_log(folder / "gigpo" / "log.jsonl") if "step_time" in row
+                ]
                 measured["rl_step"] = statistics.mean(row["step_time"] for row in steps)
                 measured["tokens"] = statistics.mean(
                     row["completions/mean_length"] for row in steps
@@ -147,7 +149,8 @@ def main(args: Args) -> str:
         f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB, Python "
         f"{platform.python_version()}. One SFT model (one epoch on {args.sft_episodes} oracle "
         f"episodes), then per round the GiGPO stage from it ({args.rl_steps} steps of "
-        f"{episodes} episodes, LoRA, `agent_envs.benchmarks.train`'s defaults otherwise) once per side in "
+        f"{episodes} episodes, LoRA, `agent_envs.benchmarks.train`'s defaults otherwise) once per "
+        "side in "
         "fresh processes, the order rotating; median (min to max) over rounds. Peak memory is "
         "the stage process's peak resident set (model loading, generation and the loss "
         "included).",
@@ -166,4 +169,5 @@ def main(args: Args) -> str:
 
 
 if __name__ == "__main__":
-    main(parse_flags(Args, __doc__))
+    prog = "python -m agent_envs.benchmarks.rl_micro_batch"
+    main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0]))

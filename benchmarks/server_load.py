@@ -1,10 +1,10 @@
 """Load on the env server: many concurrent clients stepping one env, against OpenEnv's server.
 
-``python -m agent_envs.benchmarks.server_load`` starts each server as its own process on loopback
-(``python -m agent_envs.adapters.server``, and ``python -m agent_envs.adapters.server --openenv ENV`` for OpenEnv's
-own server serving the same env), then runs ``--clients`` concurrent clients, spread over
-``--processes`` client processes, each doing ``--steps`` steps (an episode that ends is reset;
-resets are not counted as steps). Each system is driven by its own client:
+``python -m agent_envs.benchmarks.server_load`` starts each server as its own process on
+loopback (``python -m agent_envs.adapters.server``, and ``python -m agent_envs.adapters.server
+--openenv ENV`` for OpenEnv's own server serving the same env), then runs ``--clients`` concurrent
+clients, spread over ``--processes`` client processes, each doing ``--steps`` steps (an episode that
+ends is reset; resets are not counted as steps). Each system is driven by its own client:
 
 * **ours (ws)**: `agent_envs.adapters.server.RemoteEnv` (WebSocket transport, the default: a
   websocket-client connection used on the calling thread), one thread per client;
@@ -33,7 +33,6 @@ Results go to ``benchmarks/results/server_load.md``. The tests run a bounded ver
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import multiprocessing
@@ -50,6 +49,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent_envs.benchmarks.cli import parse
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "server_load.md"
 REPLIES = tuple(f"<answer>{move}</answer>" for move in ("Up", "Right", "Down", "Left"))
@@ -61,14 +62,19 @@ class Args:
     """Benchmark settings (every field is a command-line flag)."""
 
     env_id: str = "grl/Sokoban-v0"
+    """the registered id every client steps"""
     clients: int = 64
+    """concurrent clients, one session each"""
     steps: int = 1000
     """steps per client"""
     processes: int = 4
     """client processes the clients are spread over"""
     rounds: int = 1
     """rounds of all systems, interleaved"""
-    systems: str = ",".join(SYSTEMS)
+    systems: list[str] = field(default_factory=lambda: list(SYSTEMS))
+    """systems measured, in this order each round: ours-async (our server, asyncio clients on
+    its /ws protocol), openenv (OpenEnv's server and GenericEnvClient), ours-ws (RemoteEnv over
+    WebSocket), ours-http (RemoteEnv over plain HTTP)"""
     killed: int = 8
     """clients killed mid-episode after the load (0: skip)"""
     session_ttl: float = 5.0
@@ -108,7 +114,8 @@ class LoadResult:
 
 # --------------------------------------------------------------------------- servers
 class ServerProcess:
-    """``python -m agent_envs.adapters.server ARGS`` on 127.0.0.1, a free port; stopped by its pid."""
+    """``python -m agent_envs.adapters.server ARGS`` on 127.0.0.1, a free port; stopped by its
+    pid."""
 
     def __init__(self, *args: str, port: int = 0, timeout: float = 180.0) -> None:
         command = [sys.executable, "-m", "agent_envs.adapters.server", "--host", "127.0.0.1"]
@@ -413,16 +420,11 @@ def _server_args(system: str, args: Args) -> list[str]:
     return ["--session-ttl", str(args.session_ttl)]
 
 
-def main(argv: list[str] | None = None) -> str:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    for name, value in vars(Args()).items():
-        parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
-    args = Args(**vars(parser.parse_args(argv)))
-    systems = [name for name in args.systems.split(",") if name]
-    results: dict[str, list[LoadResult]] = {name: [] for name in systems}
+def main(args: Args) -> str:
+    results: dict[str, list[LoadResult]] = {name: [] for name in args.systems}
     reaping: dict[str, tuple[int, float | None]] = {}
     for round_index in range(args.rounds):
-        for system in systems:
+        for system in args.systems:
             with ServerProcess(*_server_args(system, args), timeout=args.start_timeout) as server:
                 result = run_load(
                     system,
@@ -462,7 +464,8 @@ def report(
     lines = [
         "# Env server under load",
         "",
-        f"`python -m agent_envs.benchmarks.server_load --clients {args.clients} --steps {args.steps} "
+        f"`python -m agent_envs.benchmarks.server_load --clients {args.clients} --steps "
+        f"{args.steps} "
         f"--processes {args.processes} --rounds {args.rounds}` on {platform.machine()}, "
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}: `{args.env_id}`, "
         f"{args.clients} concurrent clients × {args.steps} steps on loopback, clients in "
@@ -531,4 +534,5 @@ def report(
 
 
 if __name__ == "__main__":
-    main()
+    prog = "python -m agent_envs.benchmarks.server_load"
+    main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0]))

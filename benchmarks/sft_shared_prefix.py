@@ -1,10 +1,10 @@
 """SFT step cost: TRL's ``SFTTrainer`` against ``SharedPrefixSFTTrainer`` on the same batches.
 
-``python -m agent_envs.benchmarks.sft_shared_prefix`` builds both trainers on one dataset of oracle rows
-(``agent_envs.adapters.sft.sft_rows``, prompt-completion, one row per turn) of ``--env-id`` over the
-embedded SmolLM2-135M-Instruct (or the checkpoint folder ``--model``) with the LoRA and bf16
-settings of ``agent_envs.benchmarks.train``, then times ``compute_loss`` + ``backward`` of the same
-collated batch under each trainer, in ABBA order per repeat (a new batch each repeat), in CPU
+``python -m agent_envs.benchmarks.sft_shared_prefix`` builds both trainers on one dataset of oracle
+rows (``agent_envs.adapters.sft.sft_rows``, prompt-completion, one row per turn) of ``--env-id``
+over the embedded SmolLM2-135M-Instruct (or the checkpoint folder ``--model``) with the LoRA and
+bf16 settings of ``agent_envs.benchmarks.train``, then times ``compute_loss`` + ``backward`` of the
+same collated batch under each trainer, in ABBA order per repeat (a new batch each repeat), in CPU
 seconds of this process on ``--threads`` torch threads (the work done, which other processes
 on a shared machine barely change) and in wall seconds (on ``--device cuda``: wall seconds
 up to the GPU's last kernel, the figure that counts there). It reports the median seconds
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent_envs.benchmarks._cli import parse_flags, write_report
+from agent_envs.benchmarks.cli import parse, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "sft_shared_prefix.md"
@@ -211,4 +211,5 @@ def _machine(args: Args) -> str:
 
 
 if __name__ == "__main__":
-    main(parse_flags(Args, __doc__))
+    prog = "python -m agent_envs.benchmarks.sft_shared_prefix"
+    main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0]))

@@ -1,6 +1,7 @@
 """Tetris throughput: our full turn side by side with tetris-gymnasium's ``env.step``.
 
-``python -m agent_envs.benchmarks.tetris_throughput`` measures, on the 10x20 board of ``grl/Tetris-v0``:
+``python -m agent_envs.benchmarks.tetris_throughput`` measures, on the 10x20 board of
+``grl/Tetris-v0``:
 
 * one full turn of ours (parse the reply + step + gravity + render the text board + info,
   i.e. ``TextEnv.step``) with one random move per reply, against one ``Tetris.step`` of
@@ -16,16 +17,17 @@ it); :func:`report` formats one as Markdown. Run as a script, it prints the tabl
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
 import subprocess
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from agent_envs.benchmarks.cli import parse
 
 ROOT = Path(__file__).resolve().parent.parent
 PEER_PYTHON = ROOT / "benchmarks/.peers/tetris-gymnasium/bin/python"
@@ -165,7 +167,8 @@ def report(timings: dict) -> str:
     lines = [
         "## Tetris (10x20) vs tetris-gymnasium",
         "",
-        f"Machine: {timings['machine']}. Reproduce: `python -m agent_envs.benchmarks.tetris_throughput`"
+        f"Machine: {timings['machine']}. Reproduce: "
+        "`python -m agent_envs.benchmarks.tetris_throughput`"
         " (peer venv: `bash benchmarks/peers/setup_tetris_gymnasium.sh`).",
         "",
         "| measure | p50 µs | mean µs | p90 µs |",
@@ -191,12 +194,19 @@ def report(timings: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: Sequence[str] | None = None) -> str:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=20_000, help="turns (and peer steps) timed")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results")
-    args = parser.parse_args(argv)
+@dataclass
+class Args:
+    """Benchmark settings (every field is a command-line flag)."""
+
+    turns: int = 20_000
+    """turns of ours (and steps of tetris-gymnasium) timed"""
+    seed: int = 0
+    """seed of the random move streams (ours and the peer's)"""
+    out: Path = ROOT / "benchmarks/results"
+    """folder of tetris_throughput.md"""
+
+
+def main(args: Args) -> str:
     text = report(tetris_timings(args.turns, args.seed))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "tetris_throughput.md").write_text(text)
@@ -205,4 +215,5 @@ def main(argv: Sequence[str] | None = None) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    prog = "python -m agent_envs.benchmarks.tetris_throughput"
+    main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0]))

@@ -1,6 +1,7 @@
 """What `agent_envs.adapters.textarena` costs per turn over raw TextArena, side by side in one run.
 
-``python -m agent_envs.benchmarks.textarena_overhead`` plays the same games, move for move, three ways:
+``python -m agent_envs.benchmarks.textarena_overhead`` plays the same games, move for move, three
+ways:
 
 * **raw**: ``textarena.make(id)``, ``reset(num_players, seed)``, then for every move of every
   player ``get_observation()`` and ``step(move)``, and ``close()`` at the end: what a
@@ -32,12 +33,12 @@ import os
 import platform
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from agent_envs.benchmarks._cli import parse_flags, write_report
+from agent_envs.benchmarks.cli import parse, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "textarena_overhead.md"
@@ -58,8 +59,8 @@ clock = time.process_time
 class Args:
     """Benchmark settings (every field is a command-line flag)."""
 
-    games: str = ",".join(GAMES)
-    """TextArena ids, comma-separated"""
+    games: list[str] = field(default_factory=lambda: list(GAMES))
+    """TextArena ids played"""
     episodes: int = 20
     """episodes per game and side in each repeat"""
     repeats: int = 7
@@ -203,9 +204,8 @@ def _range(values: list[float]) -> str:
 def main(args: Args) -> str:
     from agent_envs.adapters.textarena import make
 
-    games = [name.strip() for name in args.games.split(",") if name.strip()]
     rows = []
-    for textarena_id in games:
+    for textarena_id in args.games:
         recorded = [record_moves(textarena_id, args.seed + i) for i in range(args.episodes)]
         players = recorded[0][0]
         envs = {
@@ -247,8 +247,8 @@ def main(args: Args) -> str:
         f"Python {platform.python_version()}, TextArena {_version('textarena')}. "
         "Raw TextArena, the contract floor (raw plus, inline, the least DESIGN.md's env "
         "contract asks of a turn: the answer parser, a running state hash, the ten common "
-        "info keys and the kept reply and observation), `agent_envs.adapters.textarena` (defaults) and "
-        "`agent_envs.adapters.textarena` with "
+        "info keys and the kept reply and observation), `agent_envs.adapters.textarena` (defaults) "
+        "and `agent_envs.adapters.textarena` with "
         "`own_random=False` replay the same recorded games move for move, in rotating order "
         "episode by episode; times are CPU time of the process (`time.process_time`). A turn "
         "is one move of our player (raw: the `get_observation()` + `step()` calls of that move "
@@ -303,4 +303,5 @@ def _version(name: str) -> str:
 
 
 if __name__ == "__main__":
-    main(parse_flags(Args, __doc__))
+    prog = "python -m agent_envs.benchmarks.textarena_overhead"
+    main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0]))

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from agent_envs.benchmarks._cli import parse_flags, write_report
+from agent_envs.benchmarks.cli import parse, write_report
 from agent_envs.benchmarks.tetris_throughput import timed
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,11 +54,13 @@ class Args:
     turns: int = 20_000
     """single-env turns timed"""
     vector_envs: int = 1024
+    """sub-envs of the timed vector env"""
     vector_steps: int = 30
     """steps per timed round of the vector env"""
     vector_rounds: int = 5
     """timed rounds; the best one is reported"""
     out: Path = ROOT / "benchmarks/results"
+    """folder of throughput.md and throughput.json"""
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -309,7 +311,12 @@ def main(args: Args) -> str:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Args:
-    return parse_flags(Args, __doc__, argv)
+    return parse(
+        Args,
+        argv,
+        prog="python -m agent_envs.benchmarks.throughput",
+        description=__doc__.split("\n\n")[0],
+    )
 
 
 if __name__ == "__main__":

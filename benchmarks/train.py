@@ -41,7 +41,6 @@ auto`` trains and plays on a GPU when torch sees one): a bigger ``--model``, ``-
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math
@@ -62,6 +61,7 @@ from agent_envs.adapters.trl.stages import (
     lora_config,
     save_merged,
 )
+from agent_envs.benchmarks.cli import parse
 
 __all__ = [
     "RL_STAGES",
@@ -660,23 +660,12 @@ def main(args: Args) -> None:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Args:
-    parser = argparse.ArgumentParser(
-        prog="python -m agent_envs.benchmarks.train", description=__doc__.split("\n\n")[0]
+    return parse(
+        Args,
+        argv,
+        prog="python -m agent_envs.benchmarks.train",
+        description=__doc__.split("\n\n")[0],
     )
-    for item in dataclasses.fields(Args):
-        flag = "--" + item.name.replace("_", "-")
-        default = (
-            item.default if item.default is not dataclasses.MISSING else item.default_factory()
-        )
-        if isinstance(default, bool):
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default)
-        elif isinstance(default, list):
-            parser.add_argument(flag, nargs="+", default=default)
-        elif default is None:
-            parser.add_argument(flag, type=int, default=None)
-        else:
-            parser.add_argument(flag, type=type(default), default=default)
-    return Args(**vars(parser.parse_args(argv)))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ GRPO loss and the optimizer step; our rollout collector plays the episodes.
 ``python -m agent_envs.benchmarks.train_tunix`` runs, for each of ``--steps`` steps::
 
     rollout   ``groups`` x ``group_size`` episodes (a group shares its seed), turn by turn,
-              through the cluster's rollout on token ids (:class:`agent_envs.adapters.tunix.TunixEngine`)
+              through the cluster's rollout on token ids
+              (:class:`agent_envs.adapters.tunix.TunixEngine`)
     batch     the records as one Tunix ``TrainExample`` (env mask = completion mask)
     advantages  GRPO / Dr. GRPO / RLOO per episode, or GiGPO per turn (per-token advantages)
     update    one Tunix optimizer step (``RLCluster.update_actor``), rollout weights synced
@@ -31,10 +32,8 @@ TPU/GPU recipe is in the README, "Training with Tunix (JAX)".
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from agent_envs.benchmarks.cli import parse
 
 __all__ = ["ESTIMATORS", "TRAIN_SEED_BASE", "Args", "env_tokenizer", "main", "parse_args"]
 
@@ -371,14 +371,13 @@ def main(args: Args) -> list[dict[str, Any]]:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Args:
-    parser = argparse.ArgumentParser(
-        prog="python -m agent_envs.benchmarks.train_tunix", description=__doc__.split("\n\n")[0]
+    return parse(
+        Args,
+        argv,
+        prog="python -m agent_envs.benchmarks.train_tunix",
+        description=__doc__.split("\n\n")[0],
     )
-    for item in dataclasses.fields(Args):
-        flag = "--" + item.name.replace("_", "-")
-        parser.add_argument(flag, type=type(item.default), default=item.default)
-    return Args(**vars(parser.parse_args(argv)))
 
 
 if __name__ == "__main__":
-    main(parse_args(sys.argv[1:]))
+    main(parse_args())

@@ -1,13 +1,14 @@
 """What the Tunix glue costs on CPU: records → Tunix ``TrainExample`` per episode, and one
 Tunix update step.
 
-``python -m agent_envs.benchmarks.tunix_bench`` (in an environment with the ``[tunix]`` extra) measures
+``python -m agent_envs.benchmarks.tunix_bench`` (in an environment with the ``[tunix]`` extra)
+measures
 
 * **batch**: multi-turn ``--env-id`` episodes (the env's random baseline as a scripted engine
-  returning token ids, on the env-text BPE tokenizer of ``agent_envs.benchmarks.train_tunix``; sampling
-  log-probs filled in so the old-log-prob path runs) turned into one ``TrainExample`` by
-  :func:`agent_envs.adapters.tunix.build_train_example`, with GRPO advantages (one per episode) or GiGPO
-  advantages laid out per token; milliseconds per episode at several batch sizes, median and
+  returning token ids, on the env-text BPE tokenizer of ``agent_envs.benchmarks.train_tunix``;
+  sampling log-probs filled in so the old-log-prob path runs) turned into one ``TrainExample`` by
+  :func:`agent_envs.adapters.tunix.build_train_example`, with GRPO advantages (one per episode) or
+  GiGPO advantages laid out per token; milliseconds per episode at several batch sizes, median and
   range over ``--repeats`` (the batch's arrays are ready on the device when the clock stops).
   Goal: ≤ 1 ms per episode.
 * **update**: one ``RLCluster.update_actor`` step of Tunix's GRPO loss (AdamW) on a batch of
@@ -21,17 +22,16 @@ ranges of one run, compare them side by side within it.
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 import os
 import platform
 import statistics
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from agent_envs.benchmarks.cli import parse
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "tunix.md"
@@ -192,15 +192,16 @@ def main(args: Args) -> str:
     lines = [
         "# Tunix glue: records → TrainExample, and one CPU update",
         "",
-        f"`python -m agent_envs.benchmarks.tunix_bench` on {platform.machine()}, {os.cpu_count()} CPUs, "
-        f"Python {platform.python_version()}, {versions}, JAX backend "
+        f"`python -m agent_envs.benchmarks.tunix_bench` on {platform.machine()}, {os.cpu_count()} "
+        f"CPUs, Python {platform.python_version()}, {versions}, JAX backend "
         f"`{jax.default_backend()}`; `{args.env_id}`, tokenizer: BPE trained on the env's text "
         f"({len(tokenizer)} tokens). Load average {load:.1f} when it started (a shared "
         "machine: wall seconds above CPU seconds are time spent waiting for a core).",
         "",
         "## Records → `TrainExample` (goal ≤ 1 ms per episode)",
         "",
-        "`agent_envs.adapters.advantages` + `agent_envs.adapters.tunix.build_train_example` (padding to multiples of "
+        "`agent_envs.adapters.advantages` + `agent_envs.adapters.tunix.build_train_example` "
+        "(padding to multiples of "
         "64, arrays on the device); random-baseline episodes of up to "
         f"{args.batch_turns} turns in groups of {args.group_size}; milliseconds per episode, "
         f"median (range) of {args.repeats} runs.",
@@ -211,7 +212,8 @@ def main(args: Args) -> str:
         "",
         "## One Tunix update on CPU",
         "",
-        "`RLCluster.update_actor` with Tunix's GRPO loss and AdamW (`agent_envs.adapters.tunix.update`, "
+        "`RLCluster.update_actor` with Tunix's GRPO loss and AdamW "
+        "(`agent_envs.adapters.tunix.update`, "
         f"rollout weights synced) on {args.groups} groups x {args.group_size} Sokoban episodes "
         f"of {args.update_turns} turns (≤ {args.max_new_tokens} new tokens per turn) sampled by "
         "a random tiny Qwen2 through `TunixEngine`; batch = rows x (prompt + completion "
@@ -239,21 +241,13 @@ def _version(name: str) -> str:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Args:
-    parser = argparse.ArgumentParser(
-        prog="python -m agent_envs.benchmarks.tunix_bench", description=__doc__.split("\n\n")[0]
+    return parse(
+        Args,
+        argv,
+        prog="python -m agent_envs.benchmarks.tunix_bench",
+        description=__doc__.split("\n\n")[0],
     )
-    for item in dataclasses.fields(Args):
-        flag = "--" + item.name.replace("_", "-")
-        default = (
-            item.default if item.default is not dataclasses.MISSING else item.default_factory()
-        )
-        if isinstance(default, list):
-            kind = type(default[0])
-            parser.add_argument(flag, nargs="+", type=kind, default=default)
-        else:
-            parser.add_argument(flag, type=type(default), default=default)
-    return Args(**vars(parser.parse_args(argv)))
 
 
 if __name__ == "__main__":
-    main(parse_args(sys.argv[1:]))
+    main(parse_args())

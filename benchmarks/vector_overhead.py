@@ -1,7 +1,7 @@
 """What the vector layer costs per env-step, next to a bare ``env.step`` loop and Gymnasium.
 
-``python -m agent_envs.benchmarks.vector_overhead`` measures, in one process and interleaved round by
-round, the CPU time of this process (``time.process_time``: time spent waiting for a shared
+``python -m agent_envs.benchmarks.vector_overhead`` measures, in one process and interleaved round
+by round, the CPU time of this process (``time.process_time``: time spent waiting for a shared
 CPU does not count; the machine is shared and noisy):
 
 * **bare**: a Python loop of ``env.step`` over ``--num-envs`` envs of ``--env-id`` (each made
@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-from agent_envs.benchmarks._cli import parse_flags, write_report
+from agent_envs.benchmarks.cli import parse, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "vector_overhead.md"
@@ -55,12 +55,15 @@ class Args:
     """Benchmark settings (every field is a command-line flag)."""
 
     env_id: str = "grl/Sokoban-v0"
+    """the registered id measured"""
     num_envs: int = 1024
+    """sub-envs of the vector env (and envs of the bare loop)"""
     steps: int = 10
     """vector steps per timed round"""
     rounds: int = 15
     """timed rounds; medians and ranges over them are reported"""
     seed: int = 0
+    """seed of the vector env's reset (each sub-env's seeds derive from it) and of the replies"""
     baseline_src: str = ""
     """a directory holding an older ``agent_envs`` to measure as "before" ("" for none)"""
     baseline_label: str = ""
@@ -261,7 +264,7 @@ def measure_memory(args: Args) -> dict[str, float]:
 
 
 def _baseline(args: Args) -> dict[str, Any]:
-    command = [sys.executable, "-m", "agent_envs.benchmarks.vector_overhead", "--json", "true"]
+    command = [sys.executable, "-m", "agent_envs.benchmarks.vector_overhead", "--json"]
     for name in ("env_id", "num_envs", "steps", "rounds", "seed"):
         command += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
     source = Path(args.baseline_src).resolve()
@@ -399,4 +402,5 @@ def main(args: Args) -> str:
 
 
 if __name__ == "__main__":
-    main(parse_flags(Args, __doc__))
+    prog = "python -m agent_envs.benchmarks.vector_overhead"
+    main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0]))

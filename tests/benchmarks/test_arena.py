@@ -69,7 +69,7 @@ def test_arena__bad_configuration_names_the_argument():
     with pytest.raises(ValueError, match="episodes"):
         arena.schedule(arena.Args(episodes=3))
     with pytest.raises(ValueError, match="agents"):
-        arena.schedule(arena.Args(agents="random,alphazero"))
+        arena.schedule(arena.Args(agents=["random", "alphazero"]))
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +78,8 @@ def tiny_run(tmp_path_factory):
     for folder in folders:
         arena.main(
             arena.Args(
-                games="TicTacToe-v0",
-                agents="random,lookahead",
+                games=["TicTacToe-v0"],
+                agents=["random", "lookahead"],
                 episodes=4,
                 replays=2,
                 out=str(folder),

@@ -31,7 +31,7 @@ def test_contract_floor__plays_the_raw_game_turn_for_turn(textarena_id):
 def test_report__has_the_floor_column_and_a_verdict_on_it(tmp_path):
     output = tmp_path / "ta.md"
     text = main(
-        Args(games="TowerOfHanoi-v0,TicTacToe-v0", episodes=2, repeats=2, output=str(output))
+        Args(games=["TowerOfHanoi-v0", "TicTacToe-v0"], episodes=2, repeats=2, output=str(output))
     )
     assert output.read_text(encoding="utf-8") == text
     assert "| contract floor / raw |" in text
