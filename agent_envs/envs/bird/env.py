@@ -106,7 +106,8 @@ class BirdEnv(TextEnv):
 
     Every query stops within 1.1 times its time limit (plus the milliseconds a kill takes),
     whatever it calls: past it the worker is killed, and the next query starts a fresh one.
-    No query grows the env's process or the worker's by more than 256 MiB.
+    No query grows the env's process or the worker's by more than 256 MiB, nor writes more
+    than 64 MiB to disk (temporary data, such as a sort, stays in the worker's memory).
 
     ## Observation
     First: ``Database: <db_id>``, the schema (each table's CREATE statement followed by one
@@ -179,7 +180,8 @@ class BirdEnv(TextEnv):
     * v0: first release; BIRD's execution accuracy, GRL's single-shot and 5-turn settings.
       Later, same id: queries run in a worker process with a hard deadline and memory
       limits; graded SUBMITs get BIRD's evaluator settings (30 s, no row cap);
-      ``random()`` is seeded instead of refused.
+      ``random()`` is seeded instead of refused; temporary data (sorts) stays in the
+      worker's memory, never on disk; denied queries say what was denied.
     """
 
     metadata: ClassVar[dict[str, Any]] = {

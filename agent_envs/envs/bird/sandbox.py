@@ -7,8 +7,9 @@ A query passes two layers:
    characters (:func:`check_query`); Python's ``sqlite3`` refuses a second statement
    (``SELECT 1; DROP TABLE t`` and comment tricks alike).
 2. **In a worker process** (:mod:`agent_envs.envs.bird.worker`, which lists its guards: a
-   read-only file, an authorizer, SQLite's own limits, a heap limit, an address-space limit,
-   a time limit, results read one row at a time against a byte budget, seeded ``random()``).
+   read-only file, an authorizer, SQLite's own limits, a heap limit that also holds its
+   temporary data, an address-space limit, a time limit, results read one row at a time
+   against a byte budget, seeded ``random()``).
    The env waits at most :data:`~agent_envs.envs.bird.worker.KILL_FACTOR` times a query's
    limit for the answer, then kills the worker (a single SQLite function call can run past
    the worker's own time check) and starts a fresh one for the next query. So a query costs

@@ -18,19 +18,24 @@ Guards inside the worker, on top of the caller's statement check:
    than ``load_extension`` and ``fts3_tokenizer``, the introspection pragmas and the JSON
    table-valued functions ``json_each``/``json_tree``, which are connected before the
    authorizer is installed since their first use looks like a write of ``sqlite_master``).
+   A denied query's message names what was denied (:func:`denial_message`).
 3. **SQLite's limits**: values of at most :data:`MAX_VALUE_BYTES` bytes, ``LIKE``/``GLOB``
    patterns of at most :data:`MAX_LIKE_PATTERN` characters, :data:`MAX_COLUMNS` columns, and
    :data:`HEAP_LIMIT` bytes of SQLite heap in the whole process (``PRAGMA hard_heap_limit``).
+   ``PRAGMA temp_store = MEMORY`` keeps temporary data (sorts for ``ORDER BY``, ``GROUP BY``
+   and ``DISTINCT``, materialised subqueries) in that heap instead of files: a query that
+   needs more stops with an out-of-memory error and writes nothing to disk (a sorted cross
+   join used to write 1 GiB of temporary files in 3-4 s).
 4. **Time**: a progress handler stops a query at its limit (checked every
    :data:`PROGRESS_OPCODES` instructions); the caller kills the process at
    :data:`KILL_FACTOR` times the limit when one instruction runs longer.
 5. **Memory**: results are read one row at a time against a byte budget (see
    :func:`row_cost`); the address space is capped at the start-up size plus
    :data:`ADDRESS_SPACE_GROWTH` (``RLIMIT_AS``, on Linux, where ``/proc`` gives the size),
-   files written (SQLite's temporary files) at :data:`MAX_TEMP_FILE_BYTES`, and CPU time at
-   each query's limit plus :data:`CPU_GRACE` seconds, so a worker whose caller died cannot
-   run on. After running out of memory the worker answers and exits; the caller starts a
-   fresh one.
+   any file written at :data:`MAX_TEMP_FILE_BYTES` (``RLIMIT_FSIZE``, a second guard for
+   temporary files), and CPU time at each query's limit plus :data:`CPU_GRACE` seconds, so
+   a worker whose caller died cannot run on. After running out of memory the worker answers
+   and exits; the caller starts a fresh one.
 6. **Replay**: ``random()`` and ``randomblob(N)`` are replaced by generators seeded afresh for
    every query, so a query returns the same rows every time it runs.
 
@@ -54,6 +59,7 @@ import marshal
 import math
 import os
 import random
+import re
 import resource
 import signal
 import sqlite3
@@ -72,7 +78,7 @@ MAX_COLUMNS = 1_000
 HEAP_LIMIT = 64 * MIB
 SOFT_HEAP_LIMIT = 32 * MIB
 ADDRESS_SPACE_GROWTH = 224 * MIB
-MAX_TEMP_FILE_BYTES = 2**30
+MAX_TEMP_FILE_BYTES = 64 * MIB
 GOLD_MAX_BYTES = 64 * MIB
 GOLD_CACHE_BYTES = 32 * MIB
 PROGRESS_OPCODES = 1_000
@@ -85,10 +91,18 @@ _READ_PRAGMAS = frozenset(
     {"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list"}
 )
 _TABLE_FUNCTIONS = ("json_each", "json_tree")
+_ALLOWED_NAMES = (*_TABLE_FUNCTIONS, *(f"pragma_{p}" for p in sorted(_READ_PRAGMAS)))
+_ALLOWED_TABLES = ", ".join(_ALLOWED_NAMES)
 _DENIED_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer"})
+_SCHEMA_TABLES = frozenset(
+    {"sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema"}
+)
+# The eponymous virtual tables of this SQLite build that a query can name (see denial_message).
+_EPONYMOUS = re.compile(r"\b(?:pragma_[a-z0-9_]+|dbstat|sqlite_stmt)\b", re.IGNORECASE)
 # Authorizer action codes from sqlite3.h.
 _OK, _DENY = 0, 1
-_PRAGMA, _READ, _SELECT, _FUNCTION, _RECURSIVE = 19, 20, 21, 31, 33
+_DELETE, _INSERT, _PRAGMA, _READ, _SELECT, _UPDATE = 9, 18, 19, 20, 21, 23
+_ATTACH, _DETACH, _FUNCTION, _RECURSIVE = 24, 25, 31, 33
 _ACTION_NAMES = {
     1: "CREATE INDEX", 2: "CREATE TABLE", 3: "CREATE TEMP INDEX", 4: "CREATE TEMP TABLE",
     5: "CREATE TEMP TRIGGER", 6: "CREATE TEMP VIEW", 7: "CREATE TRIGGER", 8: "CREATE VIEW",
@@ -110,6 +124,37 @@ class QueryFailed(Exception):
 
 
 # ----------------------------------------------------------------- pure helpers
+def denial_message(action: int, arg1: str | None, arg2: str | None, sql: str) -> str:
+    """The model's message for a query that the authorizer stopped, from the first action it
+    denied (SQLite stops preparing there) and the query's text.
+
+    Some actions are not what the statement says: SQLite checks a CREATE as an INSERT into
+    ``sqlite_master`` and a DROP as a DELETE from it, and connecting an eponymous virtual table
+    (a table-valued function such as ``pragma_journal_mode``) on its first use as an UPDATE of
+    ``sqlite_master``; the authorizer does not name that table, so it is looked up in ``sql``.
+    """
+    schema = arg1 is not None and arg1.lower() in _SCHEMA_TABLES
+    if action == _FUNCTION:
+        return f"not authorized: the function {arg2}() is not allowed"
+    if action == _PRAGMA:
+        return f"not authorized: PRAGMA {arg1} is not allowed (only {_ALLOWED_TABLES})"
+    if action == _UPDATE and schema:
+        names = (found.group().lower() for found in _EPONYMOUS.finditer(sql))
+        name = next((n for n in names if n not in _ALLOWED_NAMES), None)
+        what = "this virtual table" if name is None else f"the table-valued function {name}"
+        return f"not authorized: {what} is not allowed (only {_ALLOWED_TABLES})"
+    if action in (_ATTACH, _DETACH):
+        what = _ACTION_NAMES[action]
+        return f"not authorized: {what} is not allowed (only this one database can be read)"
+    if action == _INSERT and schema:
+        what = "CREATE"
+    elif action == _DELETE and schema:
+        what = "DROP"
+    else:
+        what = _ACTION_NAMES.get(action, f"authorizer action {action}")
+    return f"not authorized: {what} is not allowed (read-only database)"
+
+
 def row_cost(row: tuple[Any, ...]) -> int:
     """Bytes a row holds in memory, about as CPython counts them: 56 for the tuple, 8 per
     slot, 49 plus the length for text, 33 plus the length for a blob, 32 for a number."""
@@ -197,7 +242,7 @@ class Worker:
         self.golds: OrderedDict[tuple[str, str], tuple[dict, int]] = OrderedDict()
         self.last_gold: tuple[tuple[str, str], dict] | None = None
         self.deadline = math.inf
-        self.denied: str | None = None
+        self.denied: tuple[int, str | None, str | None] | None = None  # the first denial
         self.note: str | None = None
         self.rng = random.Random(RANDOM_SEED)
         self.rng_used = False  # reseed only after a query drew from it (seeding costs ~6 us)
@@ -225,6 +270,7 @@ class Worker:
     def _configure(self, connection: sqlite3.Connection) -> None:
         connection.execute("PRAGMA query_only = ON")
         connection.execute("PRAGMA trusted_schema = OFF")
+        connection.execute("PRAGMA temp_store = MEMORY")  # sorts and temp tables: heap only
         connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
         connection.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, MAX_SQL_BYTES)
         connection.setlimit(sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH, MAX_LIKE_PATTERN)
@@ -262,14 +308,12 @@ class Worker:
     ) -> int:
         if action in (_SELECT, _READ, _RECURSIVE):
             return _OK
-        if action == _FUNCTION:
-            if arg2 is not None and arg2.lower() in _DENIED_FUNCTIONS:
-                self.denied = f"the function {arg2}()"
-                return _DENY
+        if action == _FUNCTION and (arg2 is None or arg2.lower() not in _DENIED_FUNCTIONS):
             return _OK
         if action == _PRAGMA and arg1 is not None and arg1.lower() in _READ_PRAGMAS:
             return _OK
-        self.denied = _ACTION_NAMES.get(action, f"authorizer action {action}")
+        if self.denied is None:
+            self.denied = (action, arg1, arg2)
         return _DENY
 
     # ------------------------------------------------------------- one query
@@ -284,11 +328,11 @@ class Worker:
             return self._query(connection, sql, params, limit, consume)
         except sqlite3.OperationalError as error:
             if "decode" not in str(error).lower():
-                raise self._failure(error, limit) from None
+                raise self._failure(error, limit, sql) from None
         except QueryFailed:
             raise
         except Exception as error:  # the query text is untrusted: report, never raise
-            raise self._failure(error, limit) from None
+            raise self._failure(error, limit, sql) from None
         # Text that is not valid UTF-8 in the database: read it again with replacement chars.
         connection.text_factory = _lenient_text
         try:
@@ -296,7 +340,7 @@ class Worker:
         except QueryFailed:
             raise
         except Exception as error:
-            raise self._failure(error, limit) from None
+            raise self._failure(error, limit, sql) from None
         finally:
             connection.text_factory = str
 
@@ -319,7 +363,7 @@ class Worker:
         finally:
             self.deadline = math.inf
 
-    def _failure(self, error: Exception, limit: float) -> QueryFailed:
+    def _failure(self, error: Exception, limit: float, sql: str) -> QueryFailed:
         message = str(error) or type(error).__name__
         if isinstance(error, MemoryError):
             return QueryFailed(
@@ -329,13 +373,14 @@ class Worker:
         if isinstance(error, sqlite3.OperationalError) and message == "interrupted":
             return QueryFailed(f"stopped at the {limit:g} s time limit", timed_out=True)
         if message.startswith("vtable constructor failed: "):
-            allowed = ", ".join(
-                [*_TABLE_FUNCTIONS, *(f"pragma_{p}" for p in sorted(_READ_PRAGMAS))]
-            )
             name = message.split(": ", 1)[1]
-            return QueryFailed(f"the virtual table {name} is not available here (only {allowed})")
-        if self.denied is not None and "not authorized" in message:
-            return QueryFailed(f"not authorized: {self.denied} is not allowed (read-only database)")
+            return QueryFailed(
+                f"the virtual table {name} is not available here (only {_ALLOWED_TABLES})"
+            )
+        if self.denied is not None and (
+            "not authorized" in message or message == "authorization denied"
+        ):
+            return QueryFailed(denial_message(*self.denied, sql))
         if self.note is not None and "user-defined function raised exception" in message:
             return QueryFailed(self.note)
         if isinstance(error, UnicodeError):

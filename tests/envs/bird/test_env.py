@@ -370,6 +370,34 @@ def test_bird_env__long_function_call_is_stopped_within_the_limit(make):
     assert observation.startswith("EXECUTE 2 of 2: 2 rows:\nkey | value\n0 | 1\n1 | 2\n")
 
 
+def test_bird_env__a_sort_of_a_cross_join_is_an_error_observation_not_a_temp_file(make):
+    # Before temp_store = MEMORY: 1 GiB of temporary file, then "disk I/O error", in 3-4 s.
+    sort = (
+        "SELECT printf('%.*c', 1000, 'x') || a.name || b.name || c.name AS x"
+        " FROM players AS a, players AS b, players AS c ORDER BY x"
+    )
+    env = make(max_executions=2, max_turns=3, query_timeout=1.0)
+    env.reset(seed=0, options={"index": 30})
+    start = time.perf_counter()
+    observation, reward, terminated, truncated, info = env.step(_answer(f"EXECUTE: {sort}"))
+    assert time.perf_counter() - start <= 1.2 * 1.0
+    error = "out of memory: the query needs more than the 64 MiB allowed"
+    assert info["query_error"] == error
+    assert observation.startswith(f"EXECUTE 1 of 2: error: {error}\n")
+    assert (reward, terminated, truncated, info["action_valid"]) == (0.0, False, False, True)
+    observation, *_ = env.step(_answer("EXECUTE: SELECT COUNT(*) FROM teams"))
+    assert observation.startswith("EXECUTE 2 of 2: 1 row:\nCOUNT(*)\n16\n")
+
+
+def test_bird_env__a_table_valued_pragma_is_refused_with_its_name(make):
+    env = make(max_executions=1, max_turns=2)
+    env.reset(seed=0, options={"index": 30})
+    *_, info = env.step(_answer("EXECUTE: SELECT * FROM pragma_journal_mode"))
+    assert info["query_error"].startswith(
+        "not authorized: the table-valued function pragma_journal_mode is not allowed (only "
+    )
+
+
 def test_bird_env__a_first_row_over_the_cap_is_an_error_not_more_than_0_rows(make):
     env = make(max_executions=1, max_turns=2)
     env.reset(seed=0, options={"index": 30})

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import os
 import pickle
 import random
 import sqlite3
+import stat
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,7 +27,7 @@ from agent_envs.envs.bird.sandbox import (
     check_query,
     thread_worker,
 )
-from agent_envs.envs.bird.worker import Worker
+from agent_envs.envs.bird.worker import QueryFailed, Worker
 
 LIMIT = 1.0  # seconds per query in these tests; a stop must come within 1.2x
 MIB = 2**20
@@ -153,18 +156,33 @@ def _rss_kib(pid: int | str, key: str = "VmRSS") -> int:
     raise AssertionError(f"no {key} for {pid}")
 
 
-class _PeakSampler:
-    """The peak RSS of a process, sampled every millisecond in a thread."""
+def _open_file_bytes(pid: int, database: Path) -> int:
+    """The size of the regular files a process holds open, other than ``database``: SQLite's
+    temporary files, which it unlinks as soon as it opens them, are seen only this way."""
+    skip = database.stat().st_ino
+    total = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):  # closed meanwhile
+            info = os.stat(f"/proc/{pid}/fd/{fd}")
+            if stat.S_ISREG(info.st_mode) and info.st_ino != skip:
+                total += info.st_size
+    return total
 
-    def __init__(self, pid: int) -> None:
-        self.pid, self.peak, self._done = pid, _rss_kib(pid), threading.Event()
+
+class _PeakSampler:
+    """The peak of ``measure(pid)`` (default: RSS in KiB), sampled every millisecond in a
+    thread."""
+
+    def __init__(self, pid: int, measure: Callable[[int], int] = _rss_kib) -> None:
+        self.pid, self.measure, self._done = pid, measure, threading.Event()
+        self.peak = measure(pid)
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while not self._done.is_set():
             try:
-                self.peak = max(self.peak, _rss_kib(self.pid))
+                self.peak = max(self.peak, self.measure(self.pid))
             except (OSError, AssertionError):  # the worker is gone
                 return
             time.sleep(0.001)
@@ -223,6 +241,107 @@ def test_sandbox__memory_bombs_grow_no_process_by_256_mib(football, name, query,
     assert worker_peak - worker_before < 256 * 1024
     assert sandbox.run("SELECT COUNT(*) FROM teams").rows == [(16,)]
     sandbox.close()
+
+
+# Temporary data without bound: about 1 KB a row over a 56.6-million-row cross join, sorted,
+# grouped, made distinct or materialised. With temporary files (before temp_store = MEMORY)
+# each wrote 200-430 MiB in its 1 s, and 1 GiB in 3-4 s under the 5 s EXECUTE limit.
+_KB_ROW = "printf('%.*c', 1000, 'x') || a.name || b.name || c.name"
+_CROSS = "FROM players AS a, players AS b, players AS c"
+TEMP_BOMBS = [
+    ("order_by", f"SELECT {_KB_ROW} AS x {_CROSS} ORDER BY x"),
+    ("group_by", f"SELECT {_KB_ROW} AS x, COUNT(*) {_CROSS} GROUP BY x"),
+    ("count_distinct", f"SELECT COUNT(DISTINCT {_KB_ROW}) {_CROSS}"),
+    ("union", f"SELECT {_KB_ROW} {_CROSS} UNION SELECT 1"),
+    ("materialized", f"WITH m AS MATERIALIZED (SELECT {_KB_ROW} AS x {_CROSS}) "
+     "SELECT COUNT(*) FROM m AS m1, m AS m2"),
+]  # fmt: skip
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs Linux /proc")
+@pytest.mark.parametrize(("name", "query"), TEMP_BOMBS, ids=[r[0] for r in TEMP_BOMBS])
+def test_sandbox__temporary_data_writes_at_most_64_mib_to_disk(
+    football, tmp_path, monkeypatch, name, query
+):
+    monkeypatch.setenv("SQLITE_TMPDIR", str(tmp_path))  # where a fresh worker's files would go
+    sandbox = _sandbox(football, worker=SqlWorker())
+    sandbox.run("SELECT 1")
+    pid = sandbox.worker.pid
+    limits = Path(f"/proc/{pid}/limits").read_text()
+    file_size = next(line for line in limits.splitlines() if "file size" in line)
+    rss_before = _rss_kib(pid)
+    disk = _PeakSampler(pid, lambda pid: _open_file_bytes(pid, football))
+    memory = _PeakSampler(pid)
+    start = time.perf_counter()
+    result = sandbox.run(query)
+    elapsed = time.perf_counter() - start
+    disk_peak, memory_peak = disk.stop(), memory.stop()
+    assert disk_peak <= 64 * MIB, f"{disk_peak / MIB:.0f} MiB of temporary files"
+    assert int(file_size.split()[3]) <= 64 * MIB  # a second guard: no file grows past it
+    assert memory_peak - rss_before < 256 * 1024
+    assert elapsed <= 1.2 * LIMIT
+    assert result.rows is None and not result.timed_out
+    assert result.error == "out of memory: the query needs more than the 64 MiB allowed"
+    assert list(tmp_path.iterdir()) == []
+    assert sandbox.run("SELECT COUNT(*) FROM teams").rows == [(16,)]
+    sandbox.close()
+
+
+_ONLY = (
+    "(only json_each, json_tree, pragma_foreign_key_list, pragma_index_info, pragma_index_list,"
+    " pragma_index_xinfo, pragma_table_info, pragma_table_xinfo)"
+)
+# (name, statement, the whole message): what the authorizer denied, named as the model wrote
+# it. SQLite checks the first use of a table-valued function as an UPDATE of sqlite_master,
+# a CREATE as an INSERT into it and a DROP as a DELETE from it.
+DENIED = [
+    ("pragma_journal_mode", "SELECT * FROM pragma_journal_mode",
+     f"not authorized: the table-valued function pragma_journal_mode is not allowed {_ONLY}"),
+    ("pragma_quoted_upper", 'SELECT * FROM "PRAGMA_USER_VERSION"',
+     f"not authorized: the table-valued function pragma_user_version is not allowed {_ONLY}"),
+    ("pragma_beside_allowed", "SELECT t.name FROM teams AS t, pragma_table_info('teams') AS i,"
+     " pragma_compile_options AS o",
+     f"not authorized: the table-valued function pragma_compile_options is not allowed {_ONLY}"),
+    ("pragma_writable_schema", "SELECT * FROM pragma_writable_schema",
+     f"not authorized: the table-valued function pragma_writable_schema is not allowed {_ONLY}"),
+    ("dbstat", "SELECT * FROM dbstat", f"the virtual table dbstat is not available here {_ONLY}"),
+    ("load_extension", "SELECT load_extension('/tmp/evil.so')",
+     "not authorized: the function load_extension() is not allowed"),
+    ("fts3_tokenizer", "SELECT fts3_tokenizer('simple')",
+     "not authorized: the function fts3_tokenizer() is not allowed"),
+    ("cte_update", "WITH x AS (SELECT 1) UPDATE teams SET name = 'x'",
+     "not authorized: UPDATE is not allowed (read-only database)"),
+    ("cte_delete", "WITH x AS (SELECT 1) DELETE FROM players",
+     "not authorized: DELETE is not allowed (read-only database)"),
+    ("cte_insert", "WITH x AS (SELECT 1) INSERT INTO teams SELECT * FROM teams",
+     "not authorized: INSERT is not allowed (read-only database)"),
+    # Past the first guard only (they do not start with SELECT, WITH or VALUES):
+    ("pragma", "PRAGMA journal_mode",
+     f"not authorized: PRAGMA journal_mode is not allowed {_ONLY}"),
+    ("pragma_write", "PRAGMA query_only = OFF",
+     f"not authorized: PRAGMA query_only is not allowed {_ONLY}"),
+    ("create_table", "CREATE TABLE t (x)",
+     "not authorized: CREATE is not allowed (read-only database)"),
+    ("create_temp_view", "CREATE TEMP VIEW v AS SELECT 1",
+     "not authorized: CREATE is not allowed (read-only database)"),
+    ("drop_table", "DROP TABLE teams", "not authorized: DROP is not allowed (read-only database)"),
+    ("alter_table", "ALTER TABLE teams ADD COLUMN x",
+     "not authorized: ALTER TABLE is not allowed (read-only database)"),
+    ("attach", "ATTACH DATABASE ':memory:' AS other",
+     "not authorized: ATTACH is not allowed (only this one database can be read)"),
+    ("begin", "BEGIN", "not authorized: BEGIN/COMMIT/ROLLBACK is not allowed (read-only database)"),
+    ("savepoint", "SAVEPOINT s", "not authorized: SAVEPOINT is not allowed (read-only database)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "query", "message"), DENIED, ids=[r[0] for r in DENIED])
+def test_sandbox__denied_statement_names_what_was_denied(football, name, query, message):
+    if check_query(query) is None:  # what a model can send: through the sandbox
+        result = _sandbox(football).run(query)
+        assert (result.rows, result.error, result.timed_out) == (None, message, False)
+    with pytest.raises(QueryFailed) as failure:  # straight to the worker, past the first guard
+        Worker(max_open=1).query(str(football), query, (), LIMIT, lambda cursor: cursor.fetchall())
+    assert str(failure.value) == message
 
 
 def test_sandbox__first_row_over_the_byte_cap_is_an_error_not_zero_rows(football):
