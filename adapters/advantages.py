@@ -52,9 +52,9 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from gymnasium.error import DependencyNotInstalled
 
 from agent_envs.core.records import Trajectory
+from agent_envs.optional import require
 
 __all__ = [
     "anchor_groups",
@@ -150,12 +150,7 @@ def _anchor_key(similarity: Similarity) -> Callable[[str, list[str]], Hashable]:
         raise ValueError(f"similarity must be None, a float or a callable, got {similarity!r}")
     if not 0.0 < similarity <= 1.0:
         raise ValueError(f"similarity threshold must be in (0, 1], got {similarity!r}")
-    try:
-        from rapidfuzz import fuzz
-    except ImportError as error:
-        raise DependencyNotInstalled(
-            "similarity grouping needs rapidfuzz: pip install rapidfuzz (or agent-envs[webshop])"
-        ) from error
+    fuzz = require("rapidfuzz.fuzz", "webshop", needed_by="similarity grouping")
     cutoff = 100.0 * similarity
 
     def nearest(observation: str, reps: list[str]) -> Hashable:

@@ -24,18 +24,20 @@ from contextlib import contextmanager
 from typing import Any, ClassVar
 
 import numpy as np
-from agent_envs.adapters.textarena import MAX_MOVE_LENGTH
+from agent_envs.adapters.textarena import (
+    MAX_MOVE_LENGTH,
+    NETWORK_GAMES,
+    game_name,
+    raw_game,
+    to_ascii,
+)
 
 from agent_envs.core.spaces import ASCII_CHARSET, MAX_REPLY_LENGTH
+from agent_envs.optional import require
 
-try:
-    from pettingzoo import AECEnv
-except ImportError as error:  # pragma: no cover - exercised without the extra
-    from gymnasium.error import DependencyNotInstalled
-
-    raise DependencyNotInstalled(
-        "PettingZoo is not installed; run `pip install agent-envs[pettingzoo]`"
-    ) from error
+# The envs below subclass PettingZoo's AECEnv, so importing this module needs PettingZoo
+# (the package agent_envs.adapters does not import it).
+AECEnv = require("pettingzoo", "pettingzoo").AECEnv
 
 __all__ = [
     "SelfPlayAECEnv",
@@ -105,9 +107,7 @@ class TextArenaAECEnv(_TextAgents, AECEnv):
         self, textarena_id: str, *, max_moves: int = 500, render_mode: str | None = None
     ) -> None:
         super().__init__()
-        from agent_envs.adapters.textarena import NETWORK_GAMES, _require_textarena, game_name
-
-        ta = _require_textarena()
+        ta = require("textarena", "textarena")
         name = game_name(textarena_id)
         if name in NETWORK_GAMES:
             raise ValueError(f"textarena_id {textarena_id!r} needs the network")
@@ -137,16 +137,12 @@ class TextArenaAECEnv(_TextAgents, AECEnv):
             random.setstate(outside)
 
     def _state(self) -> Any:
-        from agent_envs.adapters.textarena import _raw
-
-        return _raw(self.game).state
+        return raw_game(self.game).state
 
     def _take_turn(self) -> None:
-        from agent_envs.adapters.textarena import _to_ascii
-
         player, view = self.game.get_observation()
         self.agent_selection = f"player_{player}"
-        text = _to_ascii(view)
+        text = to_ascii(view)
         self._views[self.agent_selection] = text[-self._observation_space.max_length :]
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
@@ -158,11 +154,9 @@ class TextArenaAECEnv(_TextAgents, AECEnv):
         self.infos = {agent: {"action_valid": True} for agent in self.agents}
         self._views = {}
         self._moves = 0
-        from agent_envs.adapters.textarena import _require_textarena
-
         with self._own_random():
             # a fresh game: TextArena's LLMObservationWrapper keeps old episodes' history
-            self.game = _require_textarena().make(self.textarena_id)
+            self.game = require("textarena", "textarena").make(self.textarena_id)
             self.game.reset(num_players=2, seed=seed)
             self._take_turn()
 

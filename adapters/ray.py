@@ -38,6 +38,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
+from agent_envs.optional import require
 from agent_envs.vector import WorkerDiedError, register_backend
 from agent_envs.vector.runner import EnvRunner
 from agent_envs.vector.seeding import SeedStream
@@ -46,16 +47,6 @@ from agent_envs.vector.workers import split
 __all__ = ["RayPool"]
 
 _DEFAULT_ACTOR_OPTIONS: dict[str, Any] = {"num_cpus": 1, "scheduling_strategy": "SPREAD"}
-
-
-def _ray() -> Any:
-    try:
-        import ray
-    except ImportError as error:
-        raise gym.error.DependencyNotInstalled(
-            'mode="ray" needs Ray: pip install "agent-envs[ray]"'
-        ) from error
-    return ray
 
 
 class _RunnerActor:
@@ -104,7 +95,7 @@ class RayPool:
         *,
         actor_options: dict[str, Any] | None = None,
     ) -> None:
-        ray = _ray()
+        ray = require("ray", "ray", needed_by='mode="ray"')
         options = {**_DEFAULT_ACTOR_OPTIONS, **(actor_options or {}), "max_restarts": 0}
         self._actor_class = ray.remote(**options)(_RunnerActor)
         self._autoreset = autoreset_mode.value
@@ -140,7 +131,7 @@ class RayPool:
         return self._actors[worker].serve.remote(command, args)
 
     def result(self, worker: int, handle: Any) -> tuple[Any, dict[int, int]]:
-        ray = _ray()
+        ray = require("ray", "ray", needed_by='mode="ray"')
         try:
             return ray.get(handle)
         except ray.exceptions.RayActorError as error:  # the actor (or its node) is gone
@@ -151,7 +142,7 @@ class RayPool:
     def respawn(
         self, worker: int, streams: Sequence[SeedStream | None], observations: Sequence[str]
     ) -> None:
-        ray = _ray()
+        ray = require("ray", "ray", needed_by='mode="ray"')
         with contextlib.suppress(Exception):  # it may be gone already
             ray.kill(self._actors[worker], no_restart=True)
         actor = self._start(worker, list(streams), list(observations), True)
@@ -162,7 +153,7 @@ class RayPool:
         return self._pids[worker]
 
     def close(self) -> None:
-        ray = _ray()
+        ray = require("ray", "ray", needed_by='mode="ray"')
         live = [actor for actor in self._actors if actor is not None]
         with contextlib.suppress(Exception):  # dead actors have nothing to close
             ray.get([actor.close.remote() for actor in live], timeout=30)

@@ -42,6 +42,7 @@ from typing import Any, ClassVar
 
 from agent_envs.core.env import ActionResult, TextEnv
 from agent_envs.core.parsing import ParsedReply
+from agent_envs.optional import require
 
 __all__ = [
     "MAX_MOVE_LENGTH",
@@ -50,7 +51,9 @@ __all__ = [
     "engine_opponent",
     "game_name",
     "make",
+    "raw_game",
     "register_grl_games",
+    "to_ascii",
     "to_textarena",
 ]
 
@@ -125,21 +128,9 @@ _MESSAGE_LENGTH = 200
 _FEEDBACK_ROOM = 512
 
 
-def _require_textarena() -> Any:
-    try:
-        import textarena
-    except ImportError as error:
-        from gymnasium.error import DependencyNotInstalled
-
-        raise DependencyNotInstalled(
-            "TextArena is not installed; run `pip install agent-envs[textarena]`"
-        ) from error
-    return textarena
-
-
 def game_name(textarena_id: str) -> str:
     """The game folder of a TextArena id: ``"TicTacToe-v0-train"`` → ``"TicTacToe"``."""
-    registry = _require_textarena().envs.registration.ENV_REGISTRY
+    registry = require("textarena", "textarena").envs.registration.ENV_REGISTRY
     if not isinstance(textarena_id, str) or textarena_id not in registry:
         raise ValueError(f"textarena_id {textarena_id!r} is not a registered TextArena id")
     entry = registry[textarena_id].entry_point
@@ -147,9 +138,11 @@ def game_name(textarena_id: str) -> str:
     return module.split(".")[2]
 
 
-def _to_ascii(text: str) -> str:
-    """Keep what our charset has; ``\r`` becomes a newline and anything else (TextArena
-    prints a few glyphs, such as Sokoban's box on goal) ``?``."""
+def to_ascii(text: str) -> str:
+    """``text`` inside our ASCII charset: what the charset has is kept, ``\r`` becomes a
+    newline and anything else (TextArena prints a few glyphs, such as Sokoban's box on goal)
+    ``?``. Every TextArena view we show (here and in `agent_envs.adapters.pettingzoo`) goes
+    through it."""
     if _OUTSIDE_CHARSET.search(text) is None:
         return text
     return _OUTSIDE_CHARSET.sub(lambda found: "\n" if found.group() == "\r" else "?", text)
@@ -177,7 +170,7 @@ class _GrowingText:
         new = text[len(self.text) :]
         self.new = new
         self.text = text
-        self.ascii += _to_ascii(new)
+        self.ascii += to_ascii(new)
         self._hasher.update(new.encode("utf-8", "surrogatepass"))
 
     def hash_with(self, tail: str) -> str:
@@ -202,9 +195,9 @@ def _messages_text(messages: Any) -> str:
     )
 
 
-def _raw(game: Any) -> Any:
-    """The innermost TextArena env under its wrappers."""
-    ta = _require_textarena()
+def raw_game(game: Any) -> Any:
+    """The innermost TextArena env under ``game``'s wrappers (where its ``state`` lives)."""
+    ta = require("textarena", "textarena")
     while isinstance(game, ta.Wrapper):
         game = game.env
     return game
@@ -233,7 +226,7 @@ class _WrappedGame:
     recurses forever when ``pickle`` rebuilds a wrapper, measured on 0.7.4)."""
 
     def __init__(self, game: Any) -> None:
-        ta = _require_textarena()
+        ta = require("textarena", "textarena")
         self.layers: list[tuple[type, dict[str, Any]]] = []
         while isinstance(game, ta.Wrapper):
             attrs = {k: v for k, v in vars(game).items() if k != "env"}
@@ -348,7 +341,7 @@ class TextArenaEnv(TextEnv):
             invalid_action_penalty=invalid_action_penalty,
             render_mode=render_mode,
         )
-        ta = _require_textarena()
+        ta = require("textarena", "textarena")
         self.game = game_name(textarena_id)
         if self.game in NETWORK_GAMES and allow_network is not True:
             raise ValueError(
@@ -372,7 +365,7 @@ class TextArenaEnv(TextEnv):
         self._random_functions = _functions_of(self._random)
         with self._own_random():
             self._game = ta.make(textarena_id)
-        self._raw_game = _raw(self._game)
+        self._raw_game = raw_game(self._game)
         self.num_players = self._probe_players()
         if self.num_players == 1 and agent_player == 1:
             raise ValueError(f"agent_player=1 but {textarena_id!r} is a one-player game")
@@ -500,9 +493,9 @@ class TextArenaEnv(TextEnv):
         with self._own_random():
             # A fresh game per episode: TextArena's LLMObservationWrapper keeps every earlier
             # episode's history when its env is reset (measured on 0.7.4).
-            self._game = _require_textarena().make(self.textarena_id)
+            self._game = require("textarena", "textarena").make(self.textarena_id)
             self._game.reset(num_players=self.num_players, seed=self._episode_seed)
-            self._raw_game = _raw(self._game)
+            self._raw_game = raw_game(self._game)
             self._play_opponents()
             self._finish_if_done()
 
@@ -527,7 +520,7 @@ class TextArenaEnv(TextEnv):
             message = found[-1] if found else "the game rejected the move"
         # The game's end (reward from close()) is reported by _end_turn, which also runs after
         # a rejected move (a second rejected move ends the game).
-        message = _to_ascii(message[:_MESSAGE_LENGTH])
+        message = to_ascii(message[:_MESSAGE_LENGTH])
         return ActionResult(0.0, not rejected, not rejected, False, message)
 
     def _finish_if_done(self) -> None:
@@ -545,7 +538,7 @@ class TextArenaEnv(TextEnv):
     def _render_text(self) -> str:
         text = self._view.ascii
         if self._result is not None:
-            text += _to_ascii(f"\n[GAME OVER] {self._reason()} Your reward: {self._reward():+g}.")
+            text += to_ascii(f"\n[GAME OVER] {self._reason()} Your reward: {self._reward():+g}.")
         limit = self.observation_max_length - _FEEDBACK_ROOM
         if len(text) > limit:
             text = _CUT_MARK + text[len(text) - limit + len(_CUT_MARK) :]
@@ -631,7 +624,7 @@ class TextArenaEnv(TextEnv):
     def __setstate__(self, state: dict[str, Any]) -> None:
         state = dict(state)
         state["_game"] = state["_game"].rebuild()
-        state["_raw_game"] = _raw(state["_game"])
+        state["_raw_game"] = raw_game(state["_game"])
         vars(self).update(state)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> TextArenaEnv:
@@ -662,7 +655,7 @@ _GRL_DOC = """A ``grl/*`` env as a ``textarena.Env`` (one player), made by :func
 
 
 def _grl_env_class() -> type:
-    ta = _require_textarena()
+    ta = require("textarena", "textarena")
 
     cached = globals().get("_GRL_CLASS")
     if cached is not None:
@@ -726,7 +719,7 @@ def to_textarena(
     env_id: str, *, wrappers: tuple[str, ...] = ("LLMObservationWrapper",), **env_kwargs: Any
 ) -> Any:
     """A ``grl/*`` env as a TextArena env, wrapped in TextArena's ``wrappers`` (by name)."""
-    ta = _require_textarena()
+    ta = require("textarena", "textarena")
     game = _grl_env_class()(env_id, **env_kwargs)
     for name in wrappers:
         game = getattr(ta.wrappers, name)(game)
@@ -736,7 +729,7 @@ def to_textarena(
 def register_grl_games(env_ids: tuple[str, ...] | None = None) -> list[str]:
     """Register ``grl/*`` ids in TextArena's registry (``ta.make("grl/Sokoban-v0")``), with
     TextArena's LLM observation wrapper; already registered ids are left as they are."""
-    ta = _require_textarena()
+    ta = require("textarena", "textarena")
     from agent_envs.registration import PRESETS
 
     registry = ta.envs.registration.ENV_REGISTRY

@@ -19,7 +19,8 @@ that step is our synchronous multi-turn rollout, the batch is built straight fro
 - :class:`TunixTokenizer`: a Hugging Face tokenizer that also takes a prompt given as token ids
   (Tunix's rollout otherwise only takes strings and re-tokenizes them); :func:`make_cluster`
   builds the ``RLCluster`` with it (and installs Tunix's GRPO loss).
-- :class:`TunixEngine`: an `Engine` for the :class:`~agent_envs.adapters.loop.collector.RolloutCollector`:
+- :class:`TunixEngine`: an `Engine` for the
+  :class:`~agent_envs.adapters.loop.collector.RolloutCollector`:
   the cluster's rollout generates on each episode's token ids and returns the sampled ids and
   their log-probabilities, so the same collector and the same `Trajectory` records drive Tunix
   models. Tunix's sampler drops the stop token it sampled from its output, so the collector
@@ -48,9 +49,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from agent_envs.adapters.loop.engine import Generation, GenerationRequest
-from gymnasium.error import DependencyNotInstalled
 
 from agent_envs.core.records import Trajectory
+from agent_envs.optional import require
 
 __all__ = [
     "TunixEngine",
@@ -62,15 +63,6 @@ __all__ = [
     "tiny_qwen2",
     "update",
 ]
-
-_EXTRA = "Tunix support needs: pip install agent-envs[tunix]"
-
-
-def _require_tunix() -> None:
-    try:
-        import tunix  # noqa: F401
-    except ImportError as error:  # pragma: no cover - exercised where the extra is absent
-        raise DependencyNotInstalled(_EXTRA) from error
 
 
 # --------------------------------------------------------------------- tokenizer
@@ -121,7 +113,7 @@ class TunixTokenizer:
 def single_device_mesh() -> Any:
     """A 1 x 1 ``("fsdp", "tp")`` mesh on the first device, with Auto axes (``jax.make_mesh``
     builds Explicit axes, which Tunix's models reject)."""
-    _require_tunix()
+    require("tunix", "tunix")
     import jax
 
     return jax.sharding.Mesh(np.array(jax.devices()[:1]).reshape(1, 1), ("fsdp", "tp"))
@@ -130,7 +122,7 @@ def single_device_mesh() -> Any:
 def tiny_qwen2(vocab_size: int, *, seed: int = 0, layers: int = 2, width: int = 32) -> Any:
     """A randomly initialised Tunix Qwen2 (``layers`` layers, ``width`` wide, 4 heads of
     ``width // 4``, 2 KV heads, tied embeddings) for tests, benchmarks and CPU demos."""
-    _require_tunix()
+    require("tunix", "tunix")
     from flax import nnx
     from tunix.models.qwen2 import model as qwen2
 
@@ -184,7 +176,7 @@ def make_cluster(
     ``max_new_tokens``. ``beta > 0`` adds Tunix's KL penalty against ``reference`` (required
     then; fill ``TrainExample.ref_per_token_logps`` with ``get_ref_per_token_logps``).
     """
-    _require_tunix()
+    require("tunix", "tunix")
     import optax
     from tunix.rl import rl_cluster
     from tunix.rl.grpo import grpo_learner
@@ -241,7 +233,7 @@ def update(cluster: Any, example: Any) -> None:
     """One Tunix optimizer step on ``example`` (``RLCluster.update_actor``), then the rollout's
     weights follow the trained ones (the cluster trains its own copy:
     ``cluster.actor_trainer.model``) and ``cluster.global_steps`` counts the step."""
-    _require_tunix()
+    require("tunix", "tunix")
     from tunix.rl import utils as rl_utils
 
     cluster.update_actor([example], None)
@@ -276,7 +268,7 @@ class TunixEngine:
     """
 
     def __init__(self, cluster: Any, *, mode: str = "train", seed: int = 0, name: str = "tunix"):
-        _require_tunix()
+        require("tunix", "tunix")
         from tunix.rl import rl_cluster
 
         if mode not in ("train", "eval"):
@@ -403,10 +395,11 @@ def build_train_example(
       env/template token) then 0 on padding, so environment tokens carry no loss weight. An
       episode that ended with an engine error (``Trajectory.error``) gets an all-zero mask.
     - ``advantages``: one number per trajectory (GRPO, Dr. GRPO, RLOO:
-      :func:`agent_envs.adapters.advantages.episode_advantages`) gives shape ``[B]``; one array per
-      trajectory aligned with its ``completion_ids`` (:func:`agent_envs.adapters.advantages.
-      token_advantages`, e.g. of :func:`~agent_envs.adapters.advantages.gigpo`'s per-turn values) gives
-      per-token advantages ``[B, T]`` (0 on padding), which Tunix's GRPO loss takes as they are.
+      :func:`agent_envs.adapters.advantages.episode_advantages`) gives shape ``[B]``; one array
+      per trajectory aligned with its ``completion_ids``
+      (:func:`agent_envs.adapters.advantages.token_advantages`, e.g. of
+      :func:`~agent_envs.adapters.advantages.gigpo`'s per-turn values) gives per-token
+      advantages ``[B, T]`` (0 on padding), which Tunix's GRPO loss takes as they are.
     - ``old_per_token_logps``: the sampling log-probabilities of the rollout
       (:attr:`Trajectory.completion_logprobs`, 0 on env tokens and padding), or ``None`` when
       any record has none (scripted or off-policy rows): Tunix then takes the current policy as
@@ -419,7 +412,7 @@ def build_train_example(
     A record longer than a given length raises ``ValueError`` naming it; a record without
     token fields raises too.
     """
-    _require_tunix()
+    require("tunix", "tunix")
     import jax.numpy as jnp
     from tunix.rl import common
 
@@ -607,7 +600,7 @@ class _TaskEnvBody:
 
 @functools.cache
 def _task_env_class() -> type:
-    _require_tunix()
+    require("tunix", "tunix")
     from tunix.rl.agentic.environments import base_environment
 
     return type(

@@ -1,13 +1,15 @@
 """Presentation only: turns frame descriptions into pictures.
 
-Envs describe their state as a frame (`agent_envs.renderers.frames`: a glyph grid with a legend and
-caption, or a text card); backends draw it: `agent_envs.renderers.ansi` (terminal colour),
-`agent_envs.renderers.raster` (an RGB array, Pillow), `agent_envs.renderers.pygame_backend` (a window). On top of
-them: `agent_envs.renderers.gif` (animated GIF / MP4 of an episode), `agent_envs.renderers.replay` (a
-self-contained HTML replay, also ``python -m agent_envs.renderers.replay``) and `agent_envs.renderers.image_obs`
-(image observations and multimodal chat messages for vision-language models).
+Envs describe their state as a frame (`agent_envs.renderers.frames`: a glyph grid with a legend
+and caption, or a text card); backends draw it: `agent_envs.renderers.ansi` (terminal colour),
+`agent_envs.renderers.raster` (an RGB array, Pillow), `agent_envs.renderers.pygame_backend` (a
+window). On top of them: `agent_envs.renderers.gif` (animated GIF / MP4 of an episode),
+`agent_envs.renderers.replay` (a self-contained HTML replay, also ``python -m
+agent_envs.renderers.replay``) and `agent_envs.renderers.image_obs` (image observations and
+multimodal chat messages for vision-language models).
 
-Renderers know no env (this package never imports ``agent_envs``). An env supports every
+Renderers know no env (of ``agent_envs`` this package imports only
+:mod:`agent_envs.optional`, the optional-dependency helper). An env supports every
 render mode with a :class:`FrameRenderer`::
 
     metadata = {"render_modes": ["ansi", "rgb_array", "human"], "render_fps": 4}
@@ -17,7 +19,8 @@ render mode with a :class:`FrameRenderer`::
             return super().render()  # the observation text, as the model reads it
         return self._renderer.render(self.frame(), self.render_mode)
 
-(``FrameRenderer`` itself draws ``"ansi"`` as the coloured `agent_envs.renderers.ansi.to_ansi` text.)
+(``FrameRenderer`` itself draws ``"ansi"`` as the coloured `agent_envs.renderers.ansi.to_ansi`
+text.)
 
 Pillow (``rgb_array``) and pygame (``human``) are imported when first used; a missing one
 raises ``gymnasium.error.DependencyNotInstalled`` naming ``agent-envs[render]``.
@@ -59,8 +62,8 @@ class FrameRenderer:
     """Draws frames for one env in its render mode; holds the ``human`` window, if any.
 
     ``render(frame, "ansi")`` → colour terminal text; ``"rgb_array"`` → ``(H, W, 3)`` uint8
-    array (size: `agent_envs.renderers.raster.frame_size`); ``"human"`` → shows it in a window paced to
-    ``fps`` and returns ``None``; ``None`` → ``None``. Pickles and deep-copies without its
+    array (size: `agent_envs.renderers.raster.frame_size`); ``"human"`` → shows it in a window
+    paced to ``fps`` and returns ``None``; ``None`` → ``None``. Pickles and deep-copies without its
     window."""
 
     def __init__(self, caption: str = "agent-envs", fps: float = 4) -> None:

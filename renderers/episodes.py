@@ -20,8 +20,8 @@ The exporters take plain dicts, not a record class, so they work with any trajec
     }
 
 A **frame** is a frame description (a `agent_envs.renderers.frames` object or its
-:func:`~agent_envs.renderers.frames.frame_to_dict` dict), an ``(H, W, 3)`` uint8 array (or nested list),
-or a PNG as a ``data:image/png;base64,...`` URL. Steps without a frame are drawn as a text
+:func:`~agent_envs.renderers.frames.frame_to_dict` dict), an ``(H, W, 3)`` uint8 array (or nested
+list), or a PNG as a ``data:image/png;base64,...`` URL. Steps without a frame are drawn as a text
 card of their observation.
 
 This is also the JSON shape of a trajectory record (``steps`` with ``observation``,
@@ -49,8 +49,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from agent_envs.renderers._optional import require
 from agent_envs.renderers.frames import GridFrame, TextFrame, frame_from_dict, frame_to_dict
+
+from agent_envs.optional import require
 
 __all__ = ["Episode", "Turn", "episode_from_dict", "load_episodes", "record_episode"]
 
@@ -90,7 +91,8 @@ def _decode_frame(value: Any) -> Any:
         return frame_from_dict(value)
     if isinstance(value, str):
         data = value[len(_PNG_PREFIX) :] if value.startswith(_PNG_PREFIX) else value
-        image = require("PIL.Image").open(io.BytesIO(base64.b64decode(data))).convert("RGB")
+        image_module = require("PIL.Image", "render")
+        image = image_module.open(io.BytesIO(base64.b64decode(data))).convert("RGB")
         return np.asarray(image, dtype=np.uint8)
     if isinstance(value, list):
         return np.asarray(value, dtype=np.uint8)

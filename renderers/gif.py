@@ -4,8 +4,8 @@
 observation) with a panel under it holding the turn number, the reward, the parsed actions
 and the model's reply; a final state with no reply gets one more picture. All pictures of
 an episode are padded to one size. The writers accept an episode (any shape in
-`agent_envs.renderers.episodes`) or a plain list of ``(H, W, 3)`` uint8 frames, e.g. what Gymnasium's
-``RecordVideo`` collects from ``render_mode="rgb_array"``.
+`agent_envs.renderers.episodes`) or a plain list of ``(H, W, 3)`` uint8 frames, e.g. what
+Gymnasium's ``RecordVideo`` collects from ``render_mode="rgb_array"``.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from agent_envs.renderers._optional import require
 from agent_envs.renderers.episodes import Episode, Turn, episode_from_dict
 from agent_envs.renderers.frames import GridFrame, TextFrame
 from agent_envs.renderers.raster import BACKGROUND, PANEL, draw, text_panel
+
+from agent_envs.optional import require
 
 __all__ = ["REPLY_PANEL_HEIGHT", "turn_image", "turn_images", "write_gif", "write_mp4"]
 
@@ -54,13 +55,13 @@ def _label(index: int, turn: Turn) -> str:
 def turn_image(index: int, turn: Turn, note: str = "") -> np.ndarray:
     """Turn ``index`` (0-based) drawn: its frame over a panel with its reply (for a final
     state with no reply: ``note``, e.g. the episode's return)."""
-    image_module = require("PIL.Image")
+    image_module = require("PIL.Image", "render")
     frame = _frame_array(turn)
     height, width = frame.shape[:2]
     canvas_width = max(width, _MIN_WIDTH)
     canvas = image_module.new("RGB", (canvas_width, height + REPLY_PANEL_HEIGHT), BACKGROUND)
     canvas.paste(image_module.fromarray(frame), ((canvas_width - width) // 2, 0))
-    draw_module = require("PIL.ImageDraw")
+    draw_module = require("PIL.ImageDraw", "render")
     draw_module.Draw(canvas).rectangle(
         [0, height, canvas_width, height + REPLY_PANEL_HEIGHT], fill=PANEL
     )
@@ -114,7 +115,7 @@ def write_gif(
     """Write an animated GIF of an episode (one image per turn) or of a list of frames.
 
     Consecutive identical frames may be merged into one longer frame by the GIF encoder."""
-    image_module = require("PIL.Image")
+    image_module = require("PIL.Image", "render")
     images = [image_module.fromarray(image) for image in _images(source)]
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -134,8 +135,8 @@ def write_mp4(
     source: Episode | dict[str, Any] | list[np.ndarray], path: str | Path, *, fps: float = 1.0
 ) -> Path:
     """Write an H.264 MP4 (needs ``imageio`` and ``imageio-ffmpeg``)."""
-    require("imageio_ffmpeg")
-    imageio = require("imageio.v2")
+    require("imageio_ffmpeg", "render")
+    imageio = require("imageio.v2", "render")
     images = _images(source)
     height, width = images[0].shape[:2]
     block = 16  # H.264 wants sizes in macro blocks; pad rather than let ffmpeg rescale

@@ -12,10 +12,17 @@ import os
 from typing import Any
 
 import numpy as np
-from agent_envs.renderers._optional import require
 from gymnasium import logger
 
+from agent_envs.optional import require
+
 __all__ = ["HumanWindow"]
+
+
+def _pygame() -> Any:
+    """pygame, imported on first use without its "Hello from the pygame community" banner."""
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+    return require("pygame", "render")
 
 
 def _init_display(pygame: Any) -> None:
@@ -39,7 +46,7 @@ class HumanWindow:
         self._clock: Any = None
 
     def show(self, frame: np.ndarray) -> None:
-        pygame = require("pygame")
+        pygame = _pygame()
         height, width = frame.shape[:2]
         if self._screen is None or self._screen.get_size() != (width, height):
             if not pygame.display.get_init():
@@ -56,7 +63,7 @@ class HumanWindow:
 
     def close(self) -> None:
         if self._screen is not None:
-            pygame = require("pygame")
+            pygame = _pygame()
             pygame.display.quit()
             self._screen = None
             self._clock = None

@@ -25,8 +25,9 @@ from functools import cache
 from typing import Any
 
 import numpy as np
-from agent_envs.renderers._optional import require
 from agent_envs.renderers.frames import Frame, Grid, GridFrame, TextFrame, Tile
+
+from agent_envs.optional import require
 
 __all__ = ["TEXT_CARD_SIZE", "draw", "frame_size", "text_panel", "to_image"]
 
@@ -103,7 +104,7 @@ def frame_size(frame: Frame) -> tuple[int, int]:
 @cache
 def _font(size: int, style: str = "sans") -> Any:
     """A TrueType font (DejaVu when the system has it, else Pillow's bundled default)."""
-    image_font = require("PIL.ImageFont")
+    image_font = require("PIL.ImageFont", "render")
     name = {"sans": "DejaVuSans.ttf", "bold": "DejaVuSans-Bold.ttf", "mono": "DejaVuSansMono.ttf"}
     try:
         return image_font.truetype(name[style], size)
@@ -272,8 +273,8 @@ def _draw_tile(d: Any, tile: Tile, x: int, y: int, t: int) -> None:
 
 # ----------------------------------------------------------------------------- frames
 def _draw_grid_frame(frame: GridFrame) -> Any:
-    image_module = require("PIL.Image")
-    draw_module = require("PIL.ImageDraw")
+    image_module = require("PIL.Image", "render")
+    draw_module = require("PIL.ImageDraw", "render")
     layout = _grid_layout(frame)
     s = _SS
     image = image_module.new("RGB", (layout["width"] * s, layout["height"] * s), BACKGROUND)
@@ -331,7 +332,7 @@ def text_panel(
     """Draw headed, wrapped, clipped sections of text inside ``box`` (x0, y0, x1, y1) of a
     Pillow image: each heading in bold, each body in monospace; later sections keep at least
     two lines each."""
-    draw_module = require("PIL.ImageDraw")
+    draw_module = require("PIL.ImageDraw", "render")
     d = draw_module.Draw(image)
     heading_font, body_font = _font(13 * scale, "bold"), _font(13 * scale, "mono")
     line = 18 * scale
@@ -354,8 +355,8 @@ def text_panel(
 
 
 def _draw_text_frame(frame: TextFrame) -> Any:
-    image_module = require("PIL.Image")
-    draw_module = require("PIL.ImageDraw")
+    image_module = require("PIL.Image", "render")
+    draw_module = require("PIL.ImageDraw", "render")
     height, width = TEXT_CARD_SIZE
     s = _SS
     image = image_module.new("RGB", (width * s, height * s), BACKGROUND)

@@ -9,7 +9,8 @@ No network assets: styles, script and images are all inside the file.
 Command line (inputs in any shape of `agent_envs.renderers.episodes`)::
 
     python -m agent_envs.renderers.replay runs/leaderboard/episodes.jsonl -o replay.html
-    python -m agent_envs.renderers.replay episodes.jsonl -o replay.html --limit 20 --env grl/Sokoban-v0
+    python -m agent_envs.renderers.replay episodes.jsonl -o replay.html --limit 20 \
+        --env grl/Sokoban-v0
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from agent_envs.renderers._optional import require
 from agent_envs.renderers.episodes import Episode, Turn, episode_from_dict, load_episodes
 from agent_envs.renderers.frames import GridFrame, TextFrame
 from agent_envs.renderers.raster import draw
+
+from agent_envs.optional import require
 
 __all__ = ["main", "png_data_url", "replay_html", "write_replay"]
 
@@ -84,7 +86,7 @@ document.querySelectorAll('article.episode').forEach(function (episode) {
 def png_data_url(image: np.ndarray, *, compact: bool = False) -> str:
     """An ``(H, W, 3)`` uint8 image as a ``data:image/png;base64,...`` URL; ``compact``
     stores it with a 256-colour palette (about a third of the bytes; exact for flat art)."""
-    image_module = require("PIL.Image")
+    image_module = require("PIL.Image", "render")
     buffer = io.BytesIO()
     picture = image_module.fromarray(np.asarray(image, dtype=np.uint8))
     if compact:
@@ -155,7 +157,8 @@ def _episode_html(episode: Episode) -> str:
 def replay_html(
     episodes: Sequence[Episode | dict[str, Any]], *, title: str = "agent-envs replay"
 ) -> str:
-    """A self-contained HTML page replaying ``episodes`` (any shape of `agent_envs.renderers.episodes`)."""
+    """A self-contained HTML page replaying ``episodes`` (any shape of
+    `agent_envs.renderers.episodes`)."""
     normalised = [e if isinstance(e, Episode) else episode_from_dict(e) for e in episodes]
     body = "".join(_episode_html(episode) for episode in normalised)
     return (

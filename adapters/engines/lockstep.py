@@ -28,6 +28,8 @@ __all__ = ["LockstepEngine"]
 
 def _distributed(group: Any) -> Any:
     """``torch.distributed`` when more than one rank of ``group`` is running, else ``None``."""
+    # A fallback, not a missing-dependency guard: without torch.distributed (no torch, or a
+    # torch built without it) no process group can run, so there is one rank to keep in step.
     try:
         import torch.distributed as dist
     except ImportError:  # pragma: no cover - torch without distributed support

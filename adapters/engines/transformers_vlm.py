@@ -1,8 +1,8 @@
 """Hugging Face ``transformers`` engine for vision-language models (a model and its processor).
 
 :class:`VisionLanguageEngine` continues each request's ``prompt_ids`` as
-`agent_envs.adapters.engines.transformers.TransformersEngine` does, and adds the pictures: the images of
-the request's messages (the user turns' image parts, in order) go through the processor's
+`agent_envs.adapters.engines.transformers.TransformersEngine` does, and adds the pictures: the
+images of the request's messages (the user turns' image parts, in order) go through the processor's
 image processor and into ``model.generate`` with the ids. Its ``chat_delta``
 (:class:`VisionChatDelta`) is what the rollout collector uses to build an episode's ids, so
 each observation's image placeholder tokens, expanded by the processor to the image's number
@@ -25,9 +25,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
-from agent_envs.adapters.engines.transformers import _generate_padded, _left_padded, _torch
+from agent_envs.adapters.engines.transformers import generate_padded, left_padded
 from agent_envs.adapters.loop.chat import ChatDelta
 from agent_envs.adapters.loop.engine import Generation, GenerationRequest, SamplingConfig
+
+from agent_envs.optional import require
 
 __all__ = ["VisionChatDelta", "VisionLanguageEngine", "message_images"]
 
@@ -86,8 +88,8 @@ class _ImageDecoder:
 
 
 class VisionChatDelta(ChatDelta):
-    """`agent_envs.adapters.loop.collector.ChatDelta` for a processor: messages keep their image parts, the
-    processor's chat template renders them (one placeholder per image) and the processor
+    """`agent_envs.adapters.loop.collector.ChatDelta` for a processor: messages keep their image
+    parts, the processor's chat template renders them (one placeholder per image) and the processor
     encodes text and images together, expanding each placeholder to its image's tokens."""
 
     def __init__(self, processor: Any, *, decode: _ImageDecoder | None = None) -> None:
@@ -216,7 +218,7 @@ class VisionLanguageEngine:
         """The image processor's outputs for ``images``, one image at a time, joined along the
         first dimension; each data URL's outputs are kept (an episode's earlier pictures come
         back every turn)."""
-        torch = _torch()
+        torch = require("torch", "train", needed_by="VisionLanguageEngine")
         parts = []
         for image in images:
             outputs = self._processed.get(image) if isinstance(image, str) else None
@@ -258,12 +260,12 @@ class VisionLanguageEngine:
         device = next(self.model.parameters()).device
         prompts = [request.prompt_ids for request in requests]
         width = max(len(prompt) for prompt in prompts)  # type: ignore[arg-type]
-        input_ids, attention = _left_padded(prompts, width, self.pad_token_id)  # type: ignore[arg-type]
+        input_ids, attention = left_padded(prompts, width, self.pad_token_id)  # type: ignore[arg-type]
         extra = {
             key: value.to(device) if hasattr(value, "to") else value
             for key, value in self._image_inputs([i for row in images for i in row]).items()
         }
         if self._token_types and extra:
             extra["mm_token_type_ids"] = (input_ids == self.image_token_id).long().to(device)
-        _, generations = _generate_padded(self, requests, input_ids, attention, **extra)
+        _, generations = generate_padded(self, requests, input_ids, attention, **extra)
         return generations

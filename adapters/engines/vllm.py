@@ -4,12 +4,11 @@ A thin layer over vLLM's public API: each request becomes a ``TokensPrompt`` wit
 ``SamplingParams(max_tokens=..., stop_token_ids=..., logprobs=0)`` (``logprobs=0`` returns the
 log-probability of the sampled token only), and all requests of a turn go to one
 ``LLM.generate`` call. With a sampling ``seed``, the k-th request of the engine's life is
-sampled with seed ``seed + k``, as :class:`~agent_envs.adapters.engines.openai_http.OpenAIEngine` does: a
-run is reproducible, and the G members of a group (identical prompts) sample different
-episodes instead of G copies of one. After new weights are loaded into the engine (a training
-step), call :meth:`VLLMEngine.weights_updated`, which resets vLLM's prefix cache so no cached
-block computed with the old weights is reused. vLLM is imported when the engine is built, never
-before.
+sampled with seed ``seed + k``, as :class:`~agent_envs.adapters.engines.openai_http.OpenAIEngine`
+does: a run is reproducible, and the G members of a group (identical prompts) sample different
+episodes instead of G copies of one. After new weights are loaded into the engine (a training step),
+call :meth:`VLLMEngine.weights_updated`, which resets vLLM's prefix cache so no cached block
+computed with the old weights is reused. vLLM is imported when the engine is built, never before.
 """
 
 from __future__ import annotations
@@ -19,19 +18,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent_envs.adapters.loop.engine import Generation, GenerationRequest, SamplingConfig
-from gymnasium.error import DependencyNotInstalled
+
+from agent_envs.optional import require
 
 __all__ = ["VLLMEngine", "sampling_params"]
-
-
-def _vllm() -> Any:
-    try:
-        import vllm
-    except ImportError as error:
-        raise DependencyNotInstalled(
-            "VLLMEngine needs vLLM (a CUDA machine): pip install 'agent-envs[vllm]'"
-        ) from error
-    return vllm
 
 
 def sampling_params(
@@ -76,7 +66,7 @@ class VLLMEngine:
         name: str | None = None,
         **llm_kwargs: Any,
     ) -> None:
-        vllm = _vllm()
+        vllm = require("vllm", "vllm", needed_by="VLLMEngine (a CUDA machine)")
         if isinstance(llm, str):
             llm = vllm.LLM(model=llm, **llm_kwargs)
         self.llm = llm

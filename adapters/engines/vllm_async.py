@@ -6,7 +6,8 @@ token ids, ``logprobs=0``: the sampled token's log-probability only, and
 ``output_kind=FINAL_ONLY``: one output when the request finishes), so vLLM's scheduler
 batches whatever requests are in flight (continuous batching) and every episode gets its
 reply as soon as its own request is done. With a sampling ``seed`` the k-th request of the
-engine's life gets seed ``seed + k`` (as :class:`~agent_envs.adapters.engines.vllm.VLLMEngine` does).
+engine's life gets seed ``seed + k`` (as :class:`~agent_envs.adapters.engines.vllm.VLLMEngine`
+does).
 A request vLLM fails (a bad prompt, an engine error) becomes a `Generation` with ``error``
 set: the collector ends that episode only. After new weights are loaded, await
 :meth:`VLLMAsyncEngine.weights_updated` (it resets vLLM's prefix cache). vLLM is imported when
@@ -22,20 +23,10 @@ from typing import Any
 
 from agent_envs.adapters.engines.vllm import sampling_params
 from agent_envs.adapters.loop.engine import Generation, GenerationRequest, SamplingConfig
-from gymnasium.error import DependencyNotInstalled
+
+from agent_envs.optional import require
 
 __all__ = ["VLLMAsyncEngine"]
-
-
-def _vllm() -> Any:
-    try:
-        import vllm
-        from vllm.sampling_params import RequestOutputKind
-    except ImportError as error:
-        raise DependencyNotInstalled(
-            "VLLMAsyncEngine needs vLLM (a CUDA machine): pip install 'agent-envs[vllm]'"
-        ) from error
-    return vllm, RequestOutputKind
 
 
 class VLLMAsyncEngine:
@@ -60,7 +51,8 @@ class VLLMAsyncEngine:
         name: str | None = None,
         **engine_kwargs: Any,
     ) -> None:
-        vllm, output_kind = _vllm()
+        vllm = require("vllm", "vllm", needed_by="VLLMAsyncEngine (a CUDA machine)")
+        output_kind = require("vllm.sampling_params", "vllm").RequestOutputKind
         if isinstance(engine, str):
             from vllm.v1.engine.async_llm import AsyncLLM
 

@@ -37,10 +37,10 @@ that), in worker threads otherwise, so a slow env (a SQL query, a big search) do
 the other sessions for long (see `_Runner`). Env construction and the HTML replay always run
 in a thread. Calls on one session never overlap.
 
-**Sessions** expire after ``session_ttl`` idle seconds (see `agent_envs.adapters.server.sessions`); the
-reaper runs every ``session_ttl / 4`` seconds (at most every second). A WebSocket that drops
-leaves its session to the reaper, so a client can reconnect and ``attach`` to it. ``server_id``
-in ``/health`` is new on every start, so a client can tell that the server restarted.
+**Sessions** expire after ``session_ttl`` idle seconds (see `agent_envs.adapters.server.sessions`);
+the reaper runs every ``session_ttl / 4`` seconds (at most every second). A WebSocket that drops
+leaves its session to the reaper, so a client can reconnect and ``attach`` to it. ``server_id`` in
+``/health`` is new on every start, so a client can tell that the server restarted.
 """
 
 # no `from __future__ import annotations`: FastAPI reads the route annotations at runtime
@@ -56,23 +56,14 @@ import time
 from typing import Any
 
 from agent_envs.adapters.server.sessions import Session, SessionError, SessionStore
-from gymnasium.error import DependencyNotInstalled
+
+from agent_envs.optional import require
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app"]
 
 #: 8 MiB: a reply of 1 Mi characters fits whatever it holds (JSON escapes at most 6 bytes a char)
 DEFAULT_MAX_BODY_BYTES = 8 << 20
 _OPEN_PATHS = frozenset({"/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
-
-
-def _require_fastapi() -> Any:
-    try:
-        import fastapi
-    except ImportError as error:  # pragma: no cover - depends on the environment
-        raise DependencyNotInstalled(
-            "the env server needs fastapi and uvicorn: pip install 'agent-envs[server]'"
-        ) from error
-    return fastapi
 
 
 def _error_body(kind: str, message: str) -> bytes:
@@ -240,7 +231,7 @@ def create_app(
         prefixes: env ids that may be served.
         inline_budget: seconds an env call may take and still run on the event loop.
     """
-    _require_fastapi()
+    require("fastapi", "server", needed_by="the env server")
     from fastapi import FastAPI, Path, Query, Request, WebSocket, WebSocketDisconnect
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import Response
@@ -571,10 +562,9 @@ def _png(session: Session) -> bytes | None:
         frame = base.frame()
     except NotImplementedError:
         return None
-    from agent_envs.renderers._optional import require
     from agent_envs.renderers.raster import draw
 
-    image_module = require("PIL.Image")
+    image_module = require("PIL.Image", "render")
     buffer = io.BytesIO()
     image_module.fromarray(draw(frame)).save(buffer, format="PNG")
     return buffer.getvalue()

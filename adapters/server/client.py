@@ -28,8 +28,9 @@ from typing import Any
 import gymnasium
 import numpy as np
 from gymnasium import spaces
-from gymnasium.error import DependencyNotInstalled
 from gymnasium.vector import AutoresetMode
+
+from agent_envs.optional import require
 
 __all__ = ["RemoteEnv", "RemoteVectorEnv", "ServerError", "ServerUnavailable"]
 
@@ -66,16 +67,6 @@ class ServerUnavailable(ConnectionError):
 
 class _SessionLost(Exception):
     """The session is gone: the server restarted, or the session expired."""
-
-
-def _httpx() -> Any:
-    try:
-        import httpx
-    except ImportError as error:  # pragma: no cover - depends on the environment
-        raise DependencyNotInstalled(
-            "RemoteEnv needs httpx: pip install 'agent-envs[server]'"
-        ) from error
-    return httpx
 
 
 def _raise(status: int | None, kind: str, message: str) -> None:
@@ -127,7 +118,7 @@ class RemoteEnv(gymnasium.Env):
         client: Any = None,
         **env_kwargs: Any,
     ) -> None:
-        httpx = _httpx()
+        httpx = require("httpx", "server", needed_by="RemoteEnv")
         for name, value in (
             ("request_timeout", request_timeout),
             ("reconnect_timeout", reconnect_timeout),
@@ -137,13 +128,7 @@ class RemoteEnv(gymnasium.Env):
         if transport not in _TRANSPORTS:
             raise ValueError(f"transport must be one of {_TRANSPORTS}, got {transport!r}")
         if transport == "ws":
-            try:
-                import websocket  # noqa: F401  (websocket-client)
-            except ImportError as error:  # pragma: no cover - depends on the environment
-                raise DependencyNotInstalled(
-                    "RemoteEnv's WebSocket transport needs websocket-client: pip install "
-                    "'agent-envs[server]' (or pass transport='http')"
-                ) from error
+            require("websocket", "server", needed_by="RemoteEnv(transport='ws')")
         if env_kwargs.get("render_mode") == "human":
             raise ValueError("render_mode='human' is not available remotely; use 'rgb_array'")
         self.base_url = base_url.rstrip("/")
@@ -357,12 +342,11 @@ class RemoteEnv(gymnasium.Env):
             return None
         if self.render_mode == "ansi":
             return self._last[0]
-        from PIL import Image  # the [render] extra
-
+        image_module = require("PIL.Image", "render", needed_by="render_mode='rgb_array'")
         png = self._request("GET", f"/sessions/{self._session_id}/render?format=png")
         import io
 
-        return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+        return np.asarray(image_module.open(io.BytesIO(png)).convert("RGB"))
 
     def render_png(self) -> bytes:
         """The server's PNG of the current state (envs that draw frames)."""
@@ -448,7 +432,7 @@ class RemoteVectorEnv(gymnasium.vector.VectorEnv):
     ) -> None:
         from agent_envs.vector.seeding import group_streams
 
-        httpx = _httpx()
+        httpx = require("httpx", "server", needed_by="RemoteEnv")
         servers = [servers] if isinstance(servers, str) else list(servers)
         if not servers:
             raise ValueError("servers must name at least one server URL")

@@ -31,18 +31,20 @@ from __future__ import annotations
 from typing import Any
 
 from agent_envs.adapters.server.sessions import make_env
-from gymnasium.error import DependencyNotInstalled
+
+from agent_envs.optional import require
 
 __all__ = ["TextAction", "TextEnvironment", "TextObservation", "create_openenv_app"]
 
-try:
-    from openenv.core.env_server.interfaces import Environment
-    from openenv.core.env_server.types import Action, Observation, State
-    from pydantic import Field
-except ImportError as error:  # pragma: no cover - depends on the environment
-    raise DependencyNotInstalled(
-        "serving through OpenEnv needs openenv-core: pip install 'agent-envs[server]'"
-    ) from error
+# The classes below subclass OpenEnv's, so importing this module needs openenv-core (the
+# package agent_envs.adapters.server imports it only for `agent-envs serve --openenv`).
+_OPENENV = "serving through OpenEnv"
+Environment = require(
+    "openenv.core.env_server.interfaces", "server", needed_by=_OPENENV
+).Environment
+_types = require("openenv.core.env_server.types", "server", needed_by=_OPENENV)
+Action, Observation, State = _types.Action, _types.Observation, _types.State
+Field = require("pydantic", "server", needed_by=_OPENENV).Field
 
 
 class TextAction(Action):

@@ -50,17 +50,14 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from gymnasium.error import DependencyNotInstalled
+from agent_envs.optional import require
 
-try:
-    import torch
-    import trl
-    from packaging.version import Version
-    from trl import GRPOTrainer
-except ImportError as error:  # pragma: no cover - depends on the environment
-    raise DependencyNotInstalled(
-        "TokenAdvantageGRPOTrainer needs torch and trl: pip install 'agent-envs[train]'"
-    ) from error
+# The trainer subclasses TRL's GRPOTrainer, so importing this module needs the [train] extra
+# (the package agent_envs.adapters.trl does not import it).
+torch = require("torch", "train", needed_by="TokenAdvantageGRPOTrainer")
+trl = require("trl", "train", needed_by="TokenAdvantageGRPOTrainer")
+GRPOTrainer = trl.GRPOTrainer
+Version = require("packaging.version", "train").Version
 
 __all__ = ["LUFFY_LOSS_TYPES", "SUPPORTED_TRL", "TokenAdvantageGRPOTrainer", "policy_shaping"]
 

@@ -3,7 +3,9 @@
 Three pieces, used together::
 
     from trl import GRPOConfig, GRPOTrainer
-    from agent_envs.adapters.trl import episode_return_reward, make_episode_dataset, make_rollout_func
+    from agent_envs.adapters.trl import (
+        episode_return_reward, make_episode_dataset, make_rollout_func,
+    )
 
     trainer = GRPOTrainer(
         model=model,
@@ -18,21 +20,21 @@ Three pieces, used together::
 - :func:`make_episode_dataset`: one row per episode; the ``prompt`` column is the episode key
   (a JSON string with the env id and seed), which is what TRL hands to ``rollout_func``.
 - :func:`make_rollout_func`: TRL passes each key ``num_generations`` times; every copy is an
-  episode from the same seed, hence the same start state (a GRPO group). Episodes run through
-  the :class:`~agent_envs.adapters.loop.collector.RolloutCollector`, on ``trainer.vllm_generation`` when the
-  trainer uses vLLM, otherwise on the trainer's own model with ``transformers``. It returns,
-  one row per prompt: ``prompt_ids`` (template of the system message and first observation),
+  episode from the same seed, hence the same start state (a GRPO group). Episodes run through the
+  :class:`~agent_envs.adapters.loop.collector.RolloutCollector`, on ``trainer.vllm_generation`` when
+  the trainer uses vLLM, otherwise on the trainer's own model with ``transformers``. It returns, one
+  row per prompt: ``prompt_ids`` (template of the system message and first observation),
   ``completion_ids`` (the whole multi-turn episode after it), ``logprobs`` (sampled-token
-  log-probabilities, 0 on env tokens), ``env_mask`` (1 = model token, 0 = env/template token:
-  TRL multiplies it into the loss mask), and ``episode_return``, ``success``, ``num_turns``,
-  ``engine_error``, which TRL forwards to reward functions. An episode that ended with an
-  engine error, or whose env worker died (``truncation_reason="worker_died"``), gets an
-  all-zero ``env_mask`` (no loss) and no reward.
+  log-probabilities, 0 on env tokens), ``env_mask`` (1 = model token, 0 = env/template token: TRL
+  multiplies it into the loss mask), and ``episode_return``, ``success``, ``num_turns``,
+  ``engine_error``, which TRL forwards to reward functions. An episode that ended with an engine
+  error, or whose env worker died (``truncation_reason="worker_died"``), gets an all-zero
+  ``env_mask`` (no loss) and no reward.
 - :func:`episode_return_reward`: the reward function returning each episode's return.
 
 Per-token advantages: ``make_rollout_func(..., advantages=AdvantageConfig(...))`` adds
-``token_advantages`` (GRPO, Dr. GRPO, RLOO or GiGPO from :mod:`agent_envs.adapters.advantages`, computed
-over each group's records) and ``off_policy`` (LUFFY's oracle rows, ``off_policy=k`` per
+``token_advantages`` (GRPO, Dr. GRPO, RLOO or GiGPO from :mod:`agent_envs.adapters.advantages`,
+computed over each group's records) and ``off_policy`` (LUFFY's oracle rows, ``off_policy=k`` per
 group, from the start state or, with ``oracle_start="recovery"``, from where a failed episode
 of the group stood after its first turn); train them with
 :class:`agent_envs.adapters.trl.grpo_trainer.TokenAdvantageGRPOTrainer`.
@@ -157,12 +159,12 @@ class GenerationCopy:
     """A copy of a model in another dtype for generating episodes (LoRA adapters merged),
     made again whenever the model's weights changed (an optimizer step writes them in place).
 
-    On CPU, decoding one token reads every weight, and a bfloat16 copy halves those bytes;
-    under autocast each step would cast the fp32 weights again, and the LoRA layers add their
-    own matmuls. Measured on a 2-core Xeon inside ``agent_envs.benchmarks.train``'s GRPO stage (SmolLM2-
-    135M, 8 Blocksworld episodes, 34 turns): 15.5 s on the copy against 27.9 s on the trained
-    model. Making the copy costs one deep copy and merge per optimizer step (~1 s here). The
-    episodes' logprobs are the copy's (TRL scores the tokens again with the trained model).
+    On CPU, decoding one token reads every weight, and a bfloat16 copy halves those bytes; under
+    autocast each step would cast the fp32 weights again, and the LoRA layers add their own matmuls.
+    Measured on a 2-core Xeon inside ``agent_envs.benchmarks.train``'s GRPO stage (SmolLM2-135M, 8
+    Blocksworld episodes, 34 turns): 15.5 s on the copy against 27.9 s on the trained model. Making
+    the copy costs one deep copy and merge per optimizer step (~1 s here). The episodes' logprobs
+    are the copy's (TRL scores the tokens again with the trained model).
     """
 
     def __init__(self, dtype: str = "bfloat16") -> None:
@@ -176,9 +178,9 @@ class GenerationCopy:
         self._version: Any = None
 
     def __call__(self, model: Any) -> Any:
-        from agent_envs.adapters.engines.transformers import _weights_version
+        from agent_envs.adapters.engines.transformers import weights_version
 
-        version = _weights_version(model)
+        version = weights_version(model)
         if self._model is None or version is None or version != self._version:
             self._model = None  # free the old copy before making the new one
             self._model = self._copy(model)
@@ -427,8 +429,8 @@ def make_rollout_func(
         advantages: an :class:`AdvantageConfig` (or an estimator name): the rows also carry
             ``token_advantages`` (one per completion token, 0 on env tokens), ``off_policy``
             and ``replayed_turns`` (turns given no loss), which
-            :class:`agent_envs.adapters.trl.grpo_trainer.TokenAdvantageGRPOTrainer` trains with. ``None``: TRL
-            computes advantages from the rewards.
+            :class:`agent_envs.adapters.trl.grpo_trainer.TokenAdvantageGRPOTrainer` trains with.
+            ``None``: TRL computes advantages from the rewards.
         generation_dtype: generate with ``transformers`` on a copy of the trainer's model in
             this dtype (e.g. ``"bfloat16"``; LoRA merged), made again after every optimizer
             step (:class:`GenerationCopy`); or a :class:`GenerationCopy`, to share one copy
@@ -519,8 +521,8 @@ def make_rollout_func(
         ):
             raise ValueError(
                 "make_rollout_func(advantages=...) needs "
-                "agent_envs.adapters.trl.grpo_trainer.TokenAdvantageGRPOTrainer (GRPOTrainer ignores "
-                f"per-token advantages), got {type(trainer).__name__}"
+                "agent_envs.adapters.trl.grpo_trainer.TokenAdvantageGRPOTrainer (GRPOTrainer "
+                f"ignores per-token advantages), got {type(trainer).__name__}"
             )
         groups = _groups(keys, _group_size(trainer) if advantages is not None else None)
         k = advantages.off_policy if advantages is not None else 0

@@ -31,16 +31,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from gymnasium.error import DependencyNotInstalled
+from agent_envs.optional import require
 
-try:
-    import torch
-    from transformers import DynamicCache
-    from trl import SFTTrainer
-except ImportError as error:  # pragma: no cover - depends on the environment
-    raise DependencyNotInstalled(
-        "agent_envs.adapters.trl.sft_trainer needs the [train] extra: pip install 'agent-envs[train]'"
-    ) from error
+# The trainer subclasses TRL's SFTTrainer, so importing this module needs the [train] extra
+# (the package agent_envs.adapters.trl does not import it).
+torch = require("torch", "train", needed_by="SharedPrefixSFTTrainer")
+DynamicCache = require("transformers", "train", needed_by="SharedPrefixSFTTrainer").DynamicCache
+SFTTrainer = require("trl", "train", needed_by="SharedPrefixSFTTrainer").SFTTrainer
 
 __all__ = ["SharedPrefixSFTTrainer", "shared_prefix_groups"]
 

@@ -323,7 +323,7 @@ def test_trl__recovery_replay_on_an_env_it_was_not_given_is_an_engine_error(toke
     the turn meant to be replayed."""
     import gymnasium
     from agent_envs.adapters.loop.engine import GenerationRequest
-    from agent_envs.adapters.trl import _ReplayEngine
+    from agent_envs.adapters.trl.rollout import _ReplayEngine
 
     env = gymnasium.make("grl/Blocksworld-v0").unwrapped
     env.reset(seed=5)
@@ -393,7 +393,7 @@ def test_trl__environment_factory_pickles_for_a_spawned_rollout_process():
 
 def test_trl__episodes_of_a_dead_env_worker_train_like_engine_errors():
     """A worker death is no behaviour of the policy: its episodes get no loss and no reward."""
-    from agent_envs.adapters.trl import _rows
+    from agent_envs.adapters.trl.rollout import _rows
 
     from agent_envs.core.records import Trajectory
 
@@ -423,7 +423,7 @@ def test_trl__generation_copy_is_the_merged_model_in_bfloat16_and_follows_each_s
 
     import torch
     from accelerate.utils import convert_outputs_to_fp32
-    from agent_envs.adapters.trl import GenerationCopy, _trainer_engine
+    from agent_envs.adapters.trl.rollout import GenerationCopy, _trainer_engine
     from peft import LoraConfig, get_peft_model
 
     from .conftest import build_model

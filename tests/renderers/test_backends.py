@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from agent_envs.renderers import FrameRenderer, TextFrame
-from agent_envs.renderers._optional import require
 from agent_envs.renderers.pygame_backend import HumanWindow
 from gymnasium.error import DependencyNotInstalled
+
+from agent_envs.optional import require
 
 
 def test_backends__human_window_shows_frames_headless():
@@ -35,4 +36,4 @@ def test_backends__frame_renderer_modes():
 
 def test_backends__missing_dependency_names_the_render_extra():
     with pytest.raises(DependencyNotInstalled, match=r"agent-envs\[render\]"):
-        require("imageio_ffmpeg_is_not_a_module")
+        require("imageio_ffmpeg_is_not_a_module", "render")

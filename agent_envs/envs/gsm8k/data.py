@@ -18,9 +18,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from gymnasium.error import DependencyNotInstalled
-
 from agent_envs.envs.gsm8k.grading import gold_number
+from agent_envs.optional import require
 
 __all__ = [
     "HF_CONFIG",
@@ -138,12 +137,7 @@ def _load_hf_cached(
     data_files: tuple[tuple[str, str], ...] | None,
     cache_dir: str | None,
 ) -> ProblemSet:
-    try:
-        import datasets
-    except ImportError as error:
-        raise DependencyNotInstalled(
-            'GSM8K with source="hf" needs the `datasets` package: pip install "agent-envs[train]"'
-        ) from error
+    datasets = require("datasets", "train", needed_by='GSM8K with source="hf"')
     dataset = datasets.load_dataset(
         path,
         name,

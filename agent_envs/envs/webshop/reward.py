@@ -52,7 +52,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gymnasium.error import DependencyNotInstalled
+from agent_envs.optional import require
 
 __all__ = [
     "COLORS",
@@ -113,13 +113,8 @@ _LATIN1 = {code: None for code in range(0x80, 0x100)}  # what thefuzz's force_as
 
 
 def _fuzz():  # type: ignore[no-untyped-def]
-    try:
-        from rapidfuzz import fuzz, utils
-    except ImportError as error:
-        raise DependencyNotInstalled(
-            'The WebShop reward needs `rapidfuzz`: pip install "agent-envs[webshop]"'
-        ) from error
-    return fuzz, utils.default_process
+    fuzz = require("rapidfuzz.fuzz", "webshop", needed_by="The WebShop reward")
+    return fuzz, require("rapidfuzz.utils", "webshop").default_process
 
 
 def fuzzy_ratio(a: object, b: object) -> int:

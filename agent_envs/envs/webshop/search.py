@@ -34,6 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
+from agent_envs.optional import require
+
 __all__ = [
     "BACKENDS",
     "K1",
@@ -67,6 +69,7 @@ _WORDS = re.compile(r"\b\w\w+\b")
 
 def bm25s_available() -> bool:
     """Whether the ``bm25s`` backend can run (``bm25s`` and ``PyStemmer`` importable)."""
+    # A probe, not a guard: "auto" falls back to FTS5 without them (resolve_backend).
     try:
         import bm25s  # noqa: F401
         import Stemmer  # noqa: F401
@@ -211,13 +214,9 @@ def resolve_backend(backend: str) -> str:
         raise ValueError(f"search_backend must be one of {BACKENDS}, got {backend!r}")
     if backend == "auto":
         return "bm25s" if bm25s_available() else "fts5"
-    if backend == "bm25s" and not bm25s_available():
-        from gymnasium.error import DependencyNotInstalled
-
-        raise DependencyNotInstalled(
-            "WebShop search with bm25s needs `bm25s` and `PyStemmer`: "
-            'pip install "agent-envs[webshop]"'
-        )
+    if backend == "bm25s":
+        for module in ("bm25s", "Stemmer"):
+            require(module, "webshop", needed_by='WebShop search_backend="bm25s"')
     return backend
 
 
