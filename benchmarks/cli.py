@@ -16,8 +16,8 @@ everywhere::
     --fresh / --no-fresh          a bool: the flag alone, or ``--no-`` before it
     --threads None                an optional value back to ``None``
 
-``agent_envs.adapters.server`` sits below benchmarks in the import layers, so it calls tyro
-the same way itself (its usage line names ``python -m agent_envs.adapters.server``).
+:func:`parse` lives on the package's ground floor (:mod:`agent_envs.flags`), so commands
+below benchmarks in the import layers (``agent-envs serve``) read their flags the same way.
 """
 
 from __future__ import annotations
@@ -26,11 +26,10 @@ import runpy
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
+
+from agent_envs.flags import parse, running_as
 
 __all__ = ["BENCHMARKS", "COMMANDS", "finish_report", "main", "parse", "write_report"]
-
-T = TypeVar("T")
 
 #: ``agent-envs NAME``: the module run and its line in ``agent-envs --help``
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -142,38 +141,6 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
 
 _BENCH_LINE = "the benchmark scripts: `agent-envs bench --help` lists them"
 
-# The program name while `main` runs a command (``agent-envs train``), for `parse`'s usage line.
-_running_as: str | None = None
-
-
-def parse(
-    settings: type[T],
-    argv: Sequence[str] | None = None,
-    *,
-    prog: str,
-    description: str | None = None,
-) -> T:
-    """Reads a command's flags into its settings dataclass ``settings`` (with tyro).
-
-    One flag per field, in kebab-case (``--env-id`` sets ``env_id``); the field's docstring
-    is the flag's help and its default is shown. A list field takes the words after its flag
-    (``--envs a b``), a bool field is ``--flag`` / ``--no-flag``, an optional field also
-    takes ``None``. ``argv`` defaults to the command line, ``prog`` names the command in the
-    usage line (``agent-envs NAME`` instead when :func:`main` runs it), ``description``
-    heads the help as given (default: the dataclass's docstring; tyro joins lines, a blank
-    line starts a paragraph). ``--help`` prints the help and exits 0; a bad flag prints the
-    usage and exits 2.
-    """
-    import tyro
-
-    return tyro.cli(
-        settings,
-        args=argv,
-        prog=_running_as or prog,
-        description=description,
-        config=(tyro.conf.HelptextFromCommentsOff,),
-    )
-
 
 def main(argv: Sequence[str] | None = None) -> None:
     """``agent-envs COMMAND [flags]`` (``argv``: the words after ``agent-envs``)."""
@@ -197,13 +164,13 @@ def _dispatch(prog: str, table: Mapping[str, tuple[str, str]], words: list[str])
 
 def _run(module: str, prog: str, flags: Sequence[str]) -> None:
     """Runs ``module`` as ``python -m module *flags`` does, its usage line naming ``prog``."""
-    global _running_as
     saved = sys.argv
-    sys.argv, _running_as = [prog, *flags], prog
+    sys.argv = [prog, *flags]
     try:
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        with running_as(prog):
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
     finally:
-        sys.argv, _running_as = saved, None
+        sys.argv = saved
 
 
 def _listing(prog: str, table: Mapping[str, tuple[str, str]]) -> str:

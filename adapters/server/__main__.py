@@ -6,9 +6,8 @@ one line, ``agent_envs.adapters.server listening on http://HOST:PORT``, once it 
 serves until SIGINT/SIGTERM. ``--openenv ENV_ID`` serves that id through OpenEnv's server
 instead (WebSocket sessions at ``/ws``, as OpenEnv's clients and TRL expect).
 
-The flags follow every ``agent-envs`` command's (``agent_envs.benchmarks.cli``: tyro, one flag
-per field of :class:`Args`, its docstring as the help); this module reads them with tyro itself
-because adapters do not import benchmarks.
+The flags follow every ``agent-envs`` command's (:func:`agent_envs.flags.parse`: tyro, one flag
+per field of :class:`Args`, its docstring as the help).
 """
 
 from __future__ import annotations
@@ -23,6 +22,8 @@ from typing import Annotated, Any
 
 import tyro
 from agent_envs.adapters.server.app import DEFAULT_MAX_BODY_BYTES
+
+from agent_envs.flags import parse
 
 TOKEN_VARIABLE = "AGENT_ENVS_SERVER_TOKEN"
 
@@ -55,12 +56,11 @@ class Args:
 def parse_args(argv: Sequence[str] | None = None) -> Args:
     """The flags in ``argv`` (default: the command line); ``--token`` falls back to
     ``$AGENT_ENVS_SERVER_TOKEN``."""
-    args = tyro.cli(
+    args = parse(
         Args,
-        args=argv,
+        argv,
         prog="python -m agent_envs.adapters.server",
         description=__doc__.split("\n\n")[0],
-        config=(tyro.conf.HelptextFromCommentsOff,),
     )
     if args.token is None:
         args.token = os.environ.get(TOKEN_VARIABLE)
