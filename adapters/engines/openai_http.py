@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -68,8 +67,6 @@ class OpenAIEngine:
         max_concurrency: requests in flight at once.
         timeout: seconds per request attempt (the SDK's ``timeout``).
         max_retries: retries after the first attempt (the SDK's ``max_retries``).
-        backoff, max_backoff, seed: deprecated, no effect (a `DeprecationWarning` when given):
-            the delays between retries are the SDK's.
         api_key: the bearer token (``"EMPTY"`` when not given).
         prompt_format: ``"ids"`` or ``"text"`` for ``"completions"``.
         name: the agent name written into records (default ``"http:<model>"``).
@@ -86,11 +83,8 @@ class OpenAIEngine:
         max_concurrency: int = 8,
         timeout: float = 60.0,
         max_retries: int = 3,
-        backoff: float | None = None,
-        max_backoff: float | None = None,
         api_key: str | None = None,
         prompt_format: str = "ids",
-        seed: int | None = None,
         name: str | None = None,
     ) -> None:
         if endpoint not in _ENDPOINTS:
@@ -111,14 +105,6 @@ class OpenAIEngine:
             raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
             raise ValueError(f"timeout must be a positive number, got {timeout!r}")
-        for label, value in (("backoff", backoff), ("max_backoff", max_backoff), ("seed", seed)):
-            if value is not None:
-                warnings.warn(
-                    f"OpenAIEngine({label}={value!r}) has no effect: the openai SDK schedules "
-                    "the retries",
-                    DeprecationWarning,
-                    stacklevel=2,
-                )
         self._openai = require("openai", extra="openai")
         self.base_url = base_url.rstrip("/")
         self.model = model

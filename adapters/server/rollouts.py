@@ -44,9 +44,7 @@ def run_rollouts(
         config = SamplingConfig(**(sampling or {}))
     except (TypeError, ValueError) as error:
         raise BadEnvArguments(f"sampling: {error}") from error
-    engine = OpenAIEngine(
-        base_url, model, sampling=config, api_key=api_key, timeout=timeout, seed=config.seed
-    )
+    engine = OpenAIEngine(base_url, model, sampling=config, api_key=api_key, timeout=timeout)
     try:
         trajectories = collect_episodes(
             env_id,

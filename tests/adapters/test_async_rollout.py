@@ -281,8 +281,8 @@ def test_http_async__retries_errors_and_token_downgrade(tmp_path):
     server = ScriptedServer(script)
     try:
         engine = OpenAIEngine(
-            server.url, "tiny", max_concurrency=2, timeout=2.0, max_retries=2, backoff=0.01,
-            max_backoff=0.05, seed=0, sampling=SamplingConfig(seed=10),
+            server.url, "tiny", max_concurrency=2, timeout=2.0, max_retries=2,
+            sampling=SamplingConfig(seed=10),
         )  # fmt: skip
 
         async def ask():

@@ -6,7 +6,6 @@ downgrade. (The real `transformers serve` runs are in test_transformers_serve.py
 from __future__ import annotations
 
 import json
-import re
 import socket
 import threading
 import time
@@ -327,6 +326,6 @@ def test_http__chat_request_body_is_exact_and_no_environment_key_is_sent(serve, 
 
 
 @pytest.mark.parametrize("argument", ["backoff", "max_backoff", "seed"])
-def test_http__retry_schedule_arguments_are_deprecated(argument):
-    with pytest.warns(DeprecationWarning, match=re.escape(f"({argument}=1) has no effect")):
+def test_http__the_retry_schedule_is_the_sdks_and_takes_no_argument(argument):
+    with pytest.raises(TypeError, match=argument):
         OpenAIEngine("http://127.0.0.1:1/v1", "m", **{argument: 1})
