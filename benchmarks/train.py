@@ -1,7 +1,7 @@
 """Train an agent on ``grl/*`` envs on CPU and measure it on the leaderboard.
 
-``python -m agent_envs.benchmarks.train`` runs the whole pipeline, one stage after another, each stage
-resumable (a finished stage is read back, an interrupted one continues from its last
+``python -m agent_envs.benchmarks.train`` runs the whole pipeline, one stage after another, each
+stage resumable (a finished stage is read back, an interrupted one continues from its last
 checkpoint)::
 
     smollm2 (zero-shot)  ─►  sft  ─►  grpo   ─┐
@@ -9,18 +9,18 @@ checkpoint)::
                                  └─►  luffy  ─┘
 
 - **sft**: the env's oracle trajectories on train seeds → TRL ``SFTTrainer`` with LoRA
-  (peft; :class:`agent_envs.adapters.trl.sft_trainer.SharedPrefixSFTTrainer` runs each batch's shared
-  system prompt once, same gradients), loss on the oracle's replies only (prompt-completion
+  (peft; :class:`agent_envs.adapters.trl.sft_trainer.SharedPrefixSFTTrainer` runs each batch's
+  shared system prompt once, same gradients), loss on the oracle's replies only (prompt-completion
   rows: one per turn, the history up to that turn's observation as the prompt). The adapter
   is merged into the base weights and saved as a plain checkpoint folder.
 - **grpo**, **gigpo**, **luffy**: RL from the SFT model with TRL's ``GRPOTrainer`` extended by
   :class:`agent_envs.adapters.trl.grpo_trainer.TokenAdvantageGRPOTrainer`: multi-turn episodes from
-  :func:`agent_envs.adapters.trl.make_rollout_func`, advantages from :mod:`agent_envs.adapters.advantages`
-  (``grpo``: the episode's group-normalised return on every model token; ``gigpo``: episode
-  plus anchor-state step advantages per turn; ``luffy``: GRPO (or ``--luffy-estimator
-  gigpo``) over groups with ``luffy_k`` oracle episodes of the same seed, from the start or
-  (``--luffy-start recovery``) from where a failed episode of the group stood after its first
-  turn, trained with LUFFY's policy shaping), LoRA again, merged.
+  :func:`agent_envs.adapters.trl.make_rollout_func`, advantages from
+  :mod:`agent_envs.adapters.advantages` (``grpo``: the episode's group-normalised return on every
+  model token; ``gigpo``: episode plus anchor-state step advantages per turn; ``luffy``: GRPO (or
+  ``--luffy-estimator gigpo``) over groups with ``luffy_k`` oracle episodes of the same seed, from
+  the start or (``--luffy-start recovery``) from where a failed episode of the group stood after its
+  first turn, trained with LUFFY's policy shaping), LoRA again, merged.
 - **eval**: one leaderboard run (``agent_envs.benchmarks.leaderboard``) with ``random``, ``oracle``,
   ``smollm2``, ``smollm2-sft``, ``smollm2-sft-grpo``, ``smollm2-sft-gigpo``,
   ``smollm2-sft-luffy`` on the first ``eval_seeds`` published eval seeds of every env, greedy.
@@ -108,9 +108,9 @@ class Args:
     """where the models train and play (training episodes and eval): ``cuda``, ``cpu``, or
     ``auto`` (``cuda`` when torch sees a GPU)"""
     allocator: str = "auto"
-    """memory allocator of the process (``agent_envs.adapters.trl.allocator``): ``tcmalloc`` (the command
-    starts again with it preloaded; an error if it is not installed), ``auto`` (tcmalloc when
-    installed: GRPO steps on CPU ran 1.41x faster, ``benchmarks/results/cpu_allocator.md``) or
+    """memory allocator of the process (``agent_envs.adapters.trl.allocator``): ``tcmalloc`` (the
+    command starts again with it preloaded; an error if it is not installed), ``auto`` (tcmalloc
+    when installed: GRPO steps on CPU ran 1.41x faster, ``benchmarks/results/cpu_allocator.md``) or
     ``system``"""
     stage_time_limit: float = 0.0
     """wall seconds after which a training stage stops at the end of its current step and
@@ -139,7 +139,8 @@ class Args:
     sft_batch_size: int = 8
     """SFT rows per optimizer step"""
     sft_shared_prefix: bool = True
-    """run each batch's shared system prompt once (``agent_envs.adapters.trl.sft_trainer``; same gradients)"""
+    """run each batch's shared system prompt once (``agent_envs.adapters.trl.sft_trainer``; same
+    gradients)"""
     # RL
     rl_steps: int = 30
     """optimizer steps per RL stage"""
@@ -185,10 +186,10 @@ class Args:
     without loss: ``agent_envs.adapters.trl.AdvantageConfig``'s ``oracle_start``)"""
     generation_dtype: str = "auto"
     """dtype of a model copy that generates the training episodes (``bfloat16``, ``float16``
-    ...; LoRA merged, made again after each optimizer step: ``agent_envs.adapters.trl.GenerationCopy``;
-    GRPO steps on CPU ran 1.23x faster, ``benchmarks/results/generation_copy.md``), ``model``
-    (generate on the trained model itself) or ``auto`` (``bfloat16`` on CPU, ``model`` on a
-    GPU)"""
+    ...; LoRA merged, made again after each optimizer step:
+    ``agent_envs.adapters.trl.GenerationCopy``; GRPO steps on CPU ran 1.23x faster,
+    ``benchmarks/results/generation_copy.md``), ``model`` (generate on the trained model itself) or
+    ``auto`` (``bfloat16`` on CPU, ``model`` on a GPU)"""
     use_vllm: bool = False
     """generate training episodes with TRL's colocated vLLM (GPU recipe)"""
     # eval

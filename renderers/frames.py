@@ -9,10 +9,12 @@ An env describes its current state as one of two frames; it never draws anything
   (question, evidence, last result) and a status line.
 
 A :class:`Tile` names a visual kind from :data:`TILE_KINDS`, not an env concept; the backends
-(`agent_envs.renderers.ansi`, `agent_envs.renderers.raster`) know how to draw each kind and nothing about envs.
+(`agent_envs.renderers.ansi`, `agent_envs.renderers.raster`) know how to draw each kind and nothing
+about envs.
 
 Frames round-trip through JSON (:func:`frame_to_dict`, :func:`frame_from_dict`), so a
-trajectory record can carry them and `agent_envs.renderers.replay` can draw them later without the env.
+trajectory record can carry them and `agent_envs.renderers.replay` can draw them later without the
+env.
 """
 
 from __future__ import annotations
@@ -93,7 +95,8 @@ class GridFrame:
 
     ``caption`` holds up to two lines (status, score) drawn under the panels; every glyph
     used in ``grids`` must be in ``legend``. Keep the legend and the panels' shapes the same
-    for a whole episode: the frame's size depends only on them (see `agent_envs.renderers.raster`)."""
+    for a whole episode: the frame's size depends only on them (see
+    `agent_envs.renderers.raster`)."""
 
     grids: tuple[Grid, ...]
     legend: dict[str, Tile]

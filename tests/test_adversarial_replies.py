@@ -1,7 +1,7 @@
 """Every registered id reads ~1 MB hostile replies in linear time and never raises.
 
-The replies are the families of `agent_envs.benchmarks.parse_worst_case` (repeated openers, pairs and
-closes, unclosed ``<think>``, Markdown fences, a fence followed by a million spaces,
+The replies are the families of `agent_envs.benchmarks.parse_worst_case` (repeated openers, pairs
+and closes, unclosed ``<think>``, Markdown fences, a fence followed by a million spaces,
 ``||`` runs, whitespace, thousands of actions, half and spaced tags, full-width and
 NFKC-expanding look-alikes, NUL bytes, ``EXECUTE:`` runs, ``search[``/``click[`` runs and
 unbalanced brackets, number runs), then the oracle's action after 1 MB of such text, which

@@ -3,22 +3,23 @@
 :class:`AsyncRolloutCollector` runs every episode as its own asyncio task: it asks the engine
 for its next turn as soon as its own previous reply came back and its env stepped, so a short
 reply or a short episode never waits for the slowest member of a batch (the lockstep
-:class:`~agent_envs.adapters.loop.collector.RolloutCollector` sends one batch per turn and waits for all of it).
-At most ``max_concurrency`` episodes run at once; a finished episode hands its env to the next
-one.
+:class:`~agent_envs.adapters.loop.collector.RolloutCollector` sends one batch per turn and waits for
+all of it). At most ``max_concurrency`` episodes run at once; a finished episode hands its env to
+the next one.
 
 **The same records.** Episodes are opened, recorded turn by turn (token-in token-out ids,
 ``ChatDelta``, limits, ``truncation_reason`` values) and ended by the lockstep collector's own
-code (:class:`~agent_envs.adapters.loop.collector.EpisodeRecorder`), and returned in the same order (one group
-of ``group_size`` members per seed, ``group_id`` = position of the seed). With a
+code (:class:`~agent_envs.adapters.loop.collector.EpisodeRecorder`), and returned in the same order
+(one group of ``group_size`` members per seed, ``group_id`` = position of the seed). With a
 deterministic engine (scripted policies that read only their own episode, greedy decoding)
 the records equal the lockstep collector's for the same seeds (tested). Sampling engines
 differ in one way: which request gets which per-request seed (``seed + k``, k counted in
 request order) follows the order requests are made, which is not lockstep's.
 
 **Engines.** An engine with ``async def agenerate(request) -> Generation`` is awaited per
-request: :class:`~agent_envs.adapters.engines.openai_http.OpenAIEngine` (an ``httpx.AsyncClient``) and
-:class:`~agent_envs.adapters.engines.vllm_async.VLLMAsyncEngine` (vLLM's ``AsyncLLM``). Any other
+request: :class:`~agent_envs.adapters.engines.openai_http.OpenAIEngine` (the openai SDK's
+``AsyncOpenAI``) and :class:`~agent_envs.adapters.engines.vllm_async.VLLMAsyncEngine` (vLLM's
+``AsyncLLM``). Any other
 `Engine` (transformers, scripted) is wrapped in :class:`BatchingEngine`: its ``generate`` runs
 in a worker thread on every request waiting when the previous batch returns. An engine that
 raises, or returns a `Generation` with ``error``, ends that episode only

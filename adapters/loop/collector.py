@@ -32,18 +32,18 @@ ran end truncated with ``truncation_reason="worker_died"`` at the turn whose rep
 (that reply is not recorded); the other episodes carry on.
 
 **Ranks in lockstep.** When the engine's ``generate`` is a collective across training ranks
-(TRL's vLLM server mode), wrap it in :class:`~agent_envs.adapters.engines.lockstep.LockstepEngine`: every
-rank then makes the same calls with equally many requests, and :meth:`RolloutCollector.collect`
-calls its ``wait_for_other_ranks()`` after the last turn, so a rank whose episodes ended early
-keeps answering the others' rounds until every rank is done.
+(TRL's vLLM server mode), wrap it in :class:`~agent_envs.adapters.engines.lockstep.LockstepEngine`:
+every rank then makes the same calls with equally many requests, and
+:meth:`RolloutCollector.collect` calls its ``wait_for_other_ranks()`` after the last turn, so a rank
+whose episodes ended early keeps answering the others' rounds until every rank is done.
 
 **Image observations.** A vision env's observation ``{"text", "image"}`` (`agent_envs.core.
 vision`) is recorded as its text in ``Step.observation`` and as a user message holding the
 text and the picture (a PNG data URL, OpenAI format) in ``Trajectory.messages``, where
 engines read the picture. An engine with a ``chat_delta`` (a :class:`ChatDelta` that encodes
-images: `agent_envs.adapters.engines.transformers_vlm`) builds the token pieces, so each observation's
-image placeholder tokens are in ``prompt_ids`` / ``turn_env_ids`` (env mask 0); with a text
-tokenizer the token path sees the text part only.
+images: `agent_envs.adapters.engines.transformers_vlm`) builds the token pieces, so each
+observation's image placeholder tokens are in ``prompt_ids`` / ``turn_env_ids`` (env mask 0); with a
+text tokenizer the token path sees the text part only.
 """
 
 from __future__ import annotations
@@ -102,8 +102,8 @@ class Episode:
 class EpisodeRecorder:
     """What both collectors do to one episode, whatever drives it: open its record, build its
     next request, record a turn (token ids as in the module docstring), end it. The lockstep
-    :class:`RolloutCollector` and `agent_envs.adapters.loop.async_collector.AsyncRolloutCollector` share it, so
-    their records are built by the same code.
+    :class:`RolloutCollector` and `agent_envs.adapters.loop.async_collector.AsyncRolloutCollector`
+    share it, so their records are built by the same code.
     """
 
     def __init__(

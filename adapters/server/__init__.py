@@ -4,8 +4,8 @@
   sessions of every ``grl/*`` id (`agent_envs.adapters.server.app`); ``--openenv grl/Sokoban-v0``
   serves one id as an OpenEnv environment instead (`agent_envs.adapters.server.openenv`).
 - :class:`RemoteEnv` is one session as a ``gymnasium.Env``; :class:`RemoteVectorEnv` many
-  sessions over several servers, which `agent_envs.adapters.loop.collector.RolloutCollector` drives like a
-  local vector env. Both survive server restarts (`agent_envs.adapters.server.client`).
+  sessions over several servers, which `agent_envs.adapters.loop.collector.RolloutCollector` drives
+  like a local vector env. Both survive server restarts (`agent_envs.adapters.server.client`).
 
 Importing this package imports no web framework; the app and clients import theirs when
 built.

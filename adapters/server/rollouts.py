@@ -3,8 +3,9 @@
 AgentGym's env servers take ``env``, ``model``, ``base_url``, ``ids`` and ``max_round`` and
 run the episodes themselves; here ``ids`` are episode seeds (for dataset envs the seed picks
 the item), one group of ``group_size`` episodes each, and the episodes are collected by
-`agent_envs.adapters.loop.collector.RolloutCollector` with `agent_envs.adapters.engines.openai_http.OpenAIEngine` on the
-chat endpoint, so they are the same `Trajectory` records a local run writes.
+`agent_envs.adapters.loop.collector.RolloutCollector` with
+`agent_envs.adapters.engines.openai_http.OpenAIEngine` on the chat endpoint, so they are the same
+`Trajectory` records a local run writes.
 """
 
 from __future__ import annotations

@@ -20,14 +20,16 @@ ORACLE_STARTS = ("reset", "recovery")
 @dataclass(frozen=True)
 class AdvantageConfig:
     """How :func:`make_rollout_func` computes per-token advantages for
-    :class:`agent_envs.adapters.trl.grpo_trainer.TokenAdvantageGRPOTrainer`: from each group's `Trajectory`
-    records with :mod:`agent_envs.adapters.advantages`, in place of TRL's normalisation of rewards.
+    :class:`agent_envs.adapters.trl.grpo_trainer.TokenAdvantageGRPOTrainer`: from each group's
+    `Trajectory` records with :mod:`agent_envs.adapters.advantages`, in place of TRL's normalisation
+    of rewards.
 
     Attributes:
         estimator: ``"grpo"``, ``"drgrpo"`` or ``"rloo"`` (one episode advantage on every model
             token of the episode) or ``"gigpo"`` (each turn's advantage on that turn's model
             tokens).
-        gamma, omega, normalize, stats: GiGPO's settings (:func:`agent_envs.adapters.advantages.gigpo`).
+        gamma, omega, normalize, stats: GiGPO's settings
+            (:func:`agent_envs.adapters.advantages.gigpo`).
         off_policy: LUFFY's mixing: this many rows of every group are the env's oracle episode
             of the group's seed instead of sampled episodes (0: none). Advantages are taken over
             the mixed group; the trainer trains these rows with the policy-shaping loss.

@@ -270,9 +270,9 @@ class TextEnv(gym.Env[str, str]):
 
     def render(self) -> Any:
         """``"ansi"``: the observation text, as the model reads it (in colour:
-        ``agent_envs.renderers.ansi.to_ansi(env.frame())``); ``"rgb_array"``: an ``(H, W, 3)`` uint8 image
-        of :meth:`frame` (size in `agent_envs.renderers.raster`); ``"human"``: that image in a window,
-        redrawn on every reset and step."""
+        ``agent_envs.renderers.ansi.to_ansi(env.frame())``); ``"rgb_array"``: an ``(H, W, 3)`` uint8
+        image of :meth:`frame` (size in `agent_envs.renderers.raster`); ``"human"``: that image in a
+        window, redrawn on every reset and step."""
         if self.render_mode == "ansi":
             return self._render_text()
         if self.render_mode is None:

@@ -1,8 +1,8 @@
 """Image+text versions of the grid games: the ``grl/*-vision-v0`` ids.
 
 :class:`VisionEnv` builds a registered text env and wraps it in
-:class:`agent_envs.renderers.image_obs.ImageObservation`, so each observation carries the text the text
-env prints and the picture the renderers draw of the same state. Rules, rewards, info keys,
+:class:`agent_envs.renderers.image_obs.ImageObservation`, so each observation carries the text the
+text env prints and the picture the renderers draw of the same state. Rules, rewards, info keys,
 budgets and seeding are the text env's, unchanged; the vision ids differ from their text
 siblings in the observation only.
 """
@@ -25,8 +25,8 @@ class VisionEnv(ImageObservation):
     ## Observation
     ``{"text": str, "image": np.ndarray}``: ``text`` is the text env's observation (in its
     ``Text`` space), ``image`` its frame drawn by `agent_envs.renderers.raster` as an ``(H, W, 3)``
-    ``uint8`` RGB array. The size is fixed per configuration (``agent_envs.renderers.raster`` gives the
-    formula; height x width: Sokoban 6x6 484 x 448, Tetris 10x20 648 x 448, Blocksworld 3
+    ``uint8`` RGB array. The size is fixed per configuration (``agent_envs.renderers.raster`` gives
+    the formula; height x width: Sokoban 6x6 484 x 448, Tetris 10x20 648 x 448, Blocksworld 3
     blocks 334 x 544); the ``image`` box of ``observation_space`` has it.
 
     ## Action, rewards, episode end, information

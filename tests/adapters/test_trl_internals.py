@@ -1,5 +1,5 @@
-"""The TRL internals that agent_envs.adapters.trl, TokenAdvantageGRPOTrainer and SharedPrefixSFTTrainer
-rely on.
+"""The TRL internals that agent_envs.adapters.trl, TokenAdvantageGRPOTrainer and
+SharedPrefixSFTTrainer rely on.
 
 When TRL moves one of them, a test here fails with a message naming it: update the subclass
 (adapters/trl_trainer.py) and the pin of the ``train`` extra together."""
@@ -41,7 +41,8 @@ def test_trl_internals__installed_trl_is_in_the_pinned_range():
     )
     pins = re.findall(r'"(trl[<>=!~][^"]*)"', (ROOT / "pyproject.toml").read_text())
     assert pins == [f"trl>={SUPPORTED_TRL[0]},<{SUPPORTED_TRL[1]}"], (
-        f"pyproject.toml pins {pins}; agent_envs.adapters.trl.grpo_trainer.SUPPORTED_TRL is {SUPPORTED_TRL}"
+        f"pyproject.toml pins {pins}; "
+        f"agent_envs.adapters.trl.grpo_trainer.SUPPORTED_TRL is {SUPPORTED_TRL}"
     )
 
 
@@ -152,8 +153,9 @@ def test_trl_internals__off_policy_term_is_normalised_as_trl_normalises(
 
 
 def test_trl_internals__sft_trainer_pieces_shared_prefix_relies_on():
-    """agent_envs.adapters.trl.sft_trainer.SharedPrefixSFTTrainer: compute_loss's signature, the fused LM
-    head's keyword and outputs, and the trainer attributes its loss path reads and writes."""
+    """agent_envs.adapters.trl.sft_trainer.SharedPrefixSFTTrainer: compute_loss's signature, the
+    fused LM head's keyword and outputs, and the trainer attributes its loss path reads and
+    writes."""
     from trl import SFTTrainer
     from trl.trainer.utils import FusedCausalLMOutput
 

@@ -74,7 +74,8 @@ def _trainer(tmp_path, model, tokenizer, rollout_func, env_id="grl/Sokoban-v0", 
 
 
 def _expected_by_completion(trajectories, config, group_size):
-    """completion ids -> the per-token advantages agent_envs.adapters.advantages gives, batch by batch."""
+    """completion ids -> the per-token advantages agent_envs.adapters.advantages gives, batch by
+    batch."""
     expected = {}
     for start in range(0, len(trajectories), group_size * 2):
         batch = copy.deepcopy(trajectories[start : start + group_size * 2])

@@ -311,7 +311,8 @@ def test_vision__grpo_steps_on_images_with_a_one_turn_rollout_func(tmp_path, pro
     )
 
     def rollout_func(prompts, trainer):
-        # agent_envs.adapters.trl keys episodes by a JSON prompt; these prompts are the real first turn
+        # agent_envs.adapters.trl keys episodes by a JSON prompt; these prompts are the real
+        # first turn
         texts = [
             next(p["text"] for p in prompt[-1]["content"] if p["type"] == "text")
             for prompt in prompts

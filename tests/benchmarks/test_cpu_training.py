@@ -1,5 +1,5 @@
-"""agent_envs.benchmarks.cpu_allocator / generation_copy / rl_micro_batch: the side-by-side rounds and their
-tables."""
+"""agent_envs.benchmarks.cpu_allocator / generation_copy / rl_micro_batch: the side-by-side rounds
+and their tables."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""agent_envs.benchmarks.sft_shared_prefix on a tiny checkpoint folder: the report, and too few batches."""
+"""agent_envs.benchmarks.sft_shared_prefix on a tiny checkpoint folder: the report, and too few
+batches."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The server as a process (``python -m agent_envs.adapters.server``): killed with SIGKILL mid-run and
-restarted on the same port, its clients' episodes go on (replayed); the bounded load run of
+"""The server as a process (``python -m agent_envs.adapters.server``): killed with SIGKILL mid-run
+and restarted on the same port, its clients' episodes go on (replayed); the bounded load run of
 `agent_envs.benchmarks.server_load`; the listening socket turns Nagle off."""
 
 from __future__ import annotations
