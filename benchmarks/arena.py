@@ -1,6 +1,6 @@
 """The two-player leaderboard: TextArena games played through `agent_envs.adapters.textarena`.
 
-``python -m agent_envs.benchmarks.arena`` (offline, CPU, about a minute) writes
+``agent-envs arena`` (offline, CPU, about a minute) writes
 ``benchmarks/results/arena/``:
 
 * **Against fixed opponents**: every agent plays ``--episodes`` games of every game against
@@ -34,7 +34,7 @@ deterministic: the same flags give the same files.
 games, every move with its player and whether the game accepted it, TextArena's rewards and
 end reason) and ``replays/``.
 
-**Validation**: ``python -m agent_envs.benchmarks.arena --validate DIR`` recomputes ``summary.json``
+**Validation**: ``agent-envs arena --validate DIR`` recomputes ``summary.json``
 from ``episodes.jsonl.gz`` (every count, interval and rating) and exits 1 on any difference.
 
 The two-player rows live in their own run folder (not the main leaderboard's, whose
@@ -56,10 +56,9 @@ from typing import Annotated, Any
 
 import numpy as np
 import tyro
-from agent_envs.benchmarks.cli import parse
+from agent_envs.benchmarks.cli import RESULTS_DIR, parse
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results" / "arena"
+RESULTS = RESULTS_DIR / "arena"
 EPISODES = "episodes.jsonl.gz"
 Z95 = 1.96
 
@@ -299,7 +298,7 @@ def report(summary: dict[str, Any], args: Args) -> str:
     lines = [
         "# Two-player arena (TextArena games)",
         "",
-        f"`python -m agent_envs.benchmarks.arena --games {' '.join(args.games)} "
+        f"`agent-envs arena --games {' '.join(args.games)} "
         f"--agents {' '.join(args.agents)} --episodes {args.episodes}`; seats alternate; "
         "agents and seeds in the module "
         "docstring. Score: win 1, draw 1/2, loss 0. Intervals are 95%: Wilson for the win "
@@ -442,7 +441,7 @@ def _walk(a: Any, b: Any, path: str) -> list[tuple[str, Any, Any]]:
 
 
 if __name__ == "__main__":
-    prog = "python -m agent_envs.benchmarks.arena"
+    prog = "agent-envs arena"
     arguments = parse(Args, prog=prog, description=__doc__.split("\n\n")[0])
     if arguments.validate:
         issues = validate(arguments.validate)

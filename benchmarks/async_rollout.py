@@ -1,7 +1,7 @@
 """Episodes per second: the asynchronous collector against the lockstep one, on a skewed
 workload, through a real OpenAI-compatible server on loopback.
 
-``python -m agent_envs.benchmarks.async_rollout`` starts ``transformers serve`` on 127.0.0.1
+``agent-envs bench async-rollout`` starts ``transformers serve`` on 127.0.0.1
 (continuous batching, CPU, a local checkpoint folder written here; the process runs under
 ``timeout`` and is killed by its pid at the end) and collects the same ``--episodes`` episodes of
 ``grl/Sokoban-v0`` four ways, at most ``--concurrency`` (C) requests in flight in each:
@@ -50,10 +50,9 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium
-from agent_envs.benchmarks.cli import parse
+from agent_envs.benchmarks.cli import RESULTS_DIR, parse
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results" / "async_rollout.md"
+RESULTS = RESULTS_DIR / "async_rollout.md"
 ENV_ID = "grl/Sokoban-v0"
 LONGEST = 1 << 16  # the collectors' own budget: never the binding one (SkewedReplies sets it)
 
@@ -336,7 +335,7 @@ def _report(args: Args, lengths: tuple, runs: dict[str, list[dict[str, Any]]]) -
     lines = [
         "# Asynchronous vs lockstep rollout",
         "",
-        f"`python -m agent_envs.benchmarks.async_rollout` on {platform.machine()}, "
+        f"`agent-envs bench async-rollout` on {platform.machine()}, "
         f"{os.cpu_count()} CPUs "
         f"(shared with other jobs), Python {platform.python_version()}: `{ENV_ID}`, "
         f"{args.episodes} episodes per collection, at most {args.concurrency} requests in "
@@ -379,5 +378,5 @@ def _report(args: Args, lengths: tuple, runs: dict[str, list[dict[str, Any]]]) -
 
 
 if __name__ == "__main__":
-    prog = "python -m agent_envs.benchmarks.async_rollout"
+    prog = "agent-envs bench async-rollout"
     main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0]))

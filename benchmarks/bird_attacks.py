@@ -1,6 +1,6 @@
 """Hostile SQL and hostile replies against the BIRD env: wall time and memory growth per attack.
 
-``python -m agent_envs.benchmarks.bird_attacks`` plays each attack as one turn of a fresh BIRD env
+``agent-envs bench bird-attacks`` plays each attack as one turn of a fresh BIRD env
 (the built-in databases) in a fresh process and records:
 
 * the wall time of ``env.step(reply)``, against the limit that applies to that turn (the
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent_envs.benchmarks.cli import parse, write_report
+from agent_envs.benchmarks.cli import RESULTS_DIR, parse, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 MIB = 2**20
@@ -111,7 +111,7 @@ class Args:
     """run only the attacks whose name contains this text"""
     child: str = ""
     """(internal) run one attack in this process and print its measures as JSON"""
-    out: Path = ROOT / "benchmarks/results"
+    out: Path = RESULTS_DIR
     """folder of bird_attacks.md (written by full runs: no --only, no --json)"""
 
 
@@ -228,7 +228,7 @@ def report(rows: list[tuple[Attack, dict, dict | None]], args: Args) -> str:
         "growth in MiB of peak RSS over the RSS before the step, for the env's process and "
         "for its SQL worker (0 where there is none). Targets: wall <= 1.2x the limit, growth "
         "< 256 MiB per process.",
-        "Reproduce: `python -m agent_envs.benchmarks.bird_attacks --before DIR` (DIR: the code "
+        "Reproduce: `agent-envs bench bird-attacks --before DIR` (DIR: the code "
         "before the fix, `git archive <commit> agent_envs renderers | tar -x -C DIR`).",
         "",
     ]  # fmt: skip
@@ -292,7 +292,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Args:
     return parse(
         Args,
         argv,
-        prog="python -m agent_envs.benchmarks.bird_attacks",
+        prog="agent-envs bench bird-attacks",
         description=__doc__.split("\n\n")[0],
     )
 

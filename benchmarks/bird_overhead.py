@@ -1,6 +1,6 @@
 """What the BIRD env's guards cost per query, against raw ``sqlite3``.
 
-``python -m agent_envs.benchmarks.bird_overhead`` runs every gold query of the BIRD sample (the
+``agent-envs bench bird-overhead`` runs every gold query of the BIRD sample (the
 Mini-Dev questions whose database is in ``../shared/data/bird``; the built-in databases when the
 sample is absent) four ways, each warmed up once and then timed ``repeats`` times (the best
 time counts; the ways take turns within each round, so that noise on a shared machine hits
@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent_envs.benchmarks.cli import parse, write_report
+from agent_envs.benchmarks.cli import RESULTS_DIR, parse, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT.parent / "shared" / "data" / "bird" / "mini_dev_sqlite.json"
@@ -48,7 +48,7 @@ class Args:
     """folder of <db_id>/<db_id>.sqlite (default: dev_databases/ beside data_path)"""
     repeats: int = 7
     """timed runs per query and way (the best one counts)"""
-    out: Path = ROOT / "benchmarks/results"
+    out: Path = RESULTS_DIR
     """folder of bird_overhead.md"""
 
 
@@ -133,7 +133,7 @@ def report(origin: str, times: dict[str, list[float]], args: Args) -> str:
         f"{platform.python_version()}, SQLite {sqlite3.sqlite_version}.",
         f"Queries: the {len(raw)} gold queries of `{Path(origin).name}` whose database is "
         f"present; best of {args.repeats} timed runs each, after one warm-up run.",
-        "Reproduce: `python -m agent_envs.benchmarks.bird_overhead`.",
+        "Reproduce: `agent-envs bench bird-overhead`.",
         "",
         "| way | total ms | / raw | median per-query ratio | median extra per query |",
         "|---|---:|---:|---:|---:|",
@@ -177,7 +177,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Args:
     return parse(
         Args,
         argv,
-        prog="python -m agent_envs.benchmarks.bird_overhead",
+        prog="agent-envs bench bird-overhead",
         description=__doc__.split("\n\n")[0],
     )
 

@@ -29,7 +29,20 @@ from pathlib import Path
 
 from agent_envs.flags import parse, running_as
 
-__all__ = ["BENCHMARKS", "COMMANDS", "finish_report", "main", "parse", "write_report"]
+__all__ = [
+    "BENCHMARKS",
+    "COMMANDS",
+    "RESULTS_DIR",
+    "finish_report",
+    "main",
+    "parse",
+    "write_report",
+]
+
+#: where the benchmark scripts write their reports by default: ``benchmarks/results`` of the
+#: current directory. They measure a checkout (their peers' venvs, ``../shared/data`` and git
+#: history are found beside it), so run them from its root, as ``make bench`` does.
+RESULTS_DIR = Path("benchmarks/results")
 
 #: ``agent-envs NAME``: the module run and its line in ``agent-envs --help``
 COMMANDS: dict[str, tuple[str, str]] = {

@@ -1,6 +1,6 @@
 """What the rollout collector itself costs per env-turn, early and late in an episode.
 
-``python -m agent_envs.benchmarks.collector_overhead`` runs the `RolloutCollector` with a real
+``agent-envs bench collector-overhead`` runs the `RolloutCollector` with a real
 tokenizer (SmolLM2-135M-Instruct's, from the GGUF file of the embedded default model; ``--tokenizer
 tiny`` uses a BPE tokenizer trained on the spot instead) and a scripted engine (the env's
 random baseline, tokenizing its replies like a model's), so no model time hides the
@@ -24,13 +24,11 @@ import platform
 import statistics
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from agent_envs.benchmarks.cli import parse, write_report
+from agent_envs.benchmarks.cli import RESULTS_DIR, parse, write_report
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results" / "collector_overhead.md"
+RESULTS = RESULTS_DIR / "collector_overhead.md"
 
 
 @dataclass
@@ -194,7 +192,7 @@ def to_markdown(args: Args, result: dict[str, Any]) -> str:
     lines = [
         "# Rollout collector overhead per env-turn",
         "",
-        f"`python -m agent_envs.benchmarks.collector_overhead` on {platform.machine()}, "
+        f"`agent-envs bench collector-overhead` on {platform.machine()}, "
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}: `{args.env_id}`, "
         f"{args.num_envs} sub-envs (sync), random baseline as a scripted engine returning "
         f"token ids, tokenizer `{args.tokenizer}` ({result['tokenizer']}), median of "
@@ -236,5 +234,5 @@ def main(args: Args) -> str:
 
 
 if __name__ == "__main__":
-    prog = "python -m agent_envs.benchmarks.collector_overhead"
+    prog = "agent-envs bench collector-overhead"
     main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0]))

@@ -1,6 +1,6 @@
 """CPU training under glibc's allocator and under tcmalloc, side by side in one run.
 
-``python -m agent_envs.benchmarks.cpu_allocator`` runs the same small pipeline of
+``agent-envs bench cpu-allocator`` runs the same small pipeline of
 ``agent_envs.benchmarks.train`` (SFT on oracle episodes, then GRPO, then the leaderboard eval of
 both models) once per allocator in each round, the order alternating round by round, each in a fresh
 process (``--allocator system`` / ``--allocator tcmalloc``), and reports per round: the SFT and RL
@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from agent_envs.adapters.trl.allocator import find_tcmalloc
-from agent_envs.benchmarks.cli import finish_report, parse
+from agent_envs.benchmarks.cli import RESULTS_DIR, finish_report, parse
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results" / "cpu_allocator.md"
+RESULTS = RESULTS_DIR / "cpu_allocator.md"
 SIDES = ("system", "tcmalloc")
 
 
@@ -186,7 +186,7 @@ def main(args: Args) -> str:
     lines = [
         "# CPU training: glibc's allocator against tcmalloc",
         "",
-        "`python -m agent_envs.benchmarks.cpu_allocator` "
+        "`agent-envs bench cpu-allocator` "
         f"(`--env {args.env} --rounds {args.rounds} --sft-episodes {args.sft_episodes} "
         f"--rl-steps {args.rl_steps} --eval-seeds {args.eval_seeds}`) on "
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python "
@@ -204,5 +204,5 @@ def main(args: Args) -> str:
 
 
 if __name__ == "__main__":
-    prog = "python -m agent_envs.benchmarks.cpu_allocator"
+    prog = "agent-envs bench cpu-allocator"
     main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0]))

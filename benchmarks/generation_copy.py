@@ -1,6 +1,6 @@
 """RL steps on CPU generating on the trained model against a bfloat16 copy, side by side.
 
-``python -m agent_envs.benchmarks.generation_copy`` runs the small pipeline of
+``agent-envs bench generation-copy`` runs the small pipeline of
 ``agent_envs.benchmarks.cpu_allocator`` (SFT, GRPO, eval; ``agent_envs.benchmarks.train`` in fresh
 processes, tcmalloc on both sides) once with ``--generation-dtype model`` (the training episodes are
 sampled from the LoRA-wrapped model under bfloat16 autocast) and once with ``--generation-dtype
@@ -20,11 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from agent_envs.benchmarks import cpu_allocator
-from agent_envs.benchmarks.cli import finish_report, parse
+from agent_envs.benchmarks.cli import RESULTS_DIR, finish_report, parse
 from agent_envs.benchmarks.cpu_allocator import alternate, one_pipeline, table_rows
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results" / "generation_copy.md"
+RESULTS = RESULTS_DIR / "generation_copy.md"
 SIDES = ("model", "bfloat16")
 
 
@@ -45,7 +44,7 @@ def main(args: Args) -> str:
     lines = [
         "# RL steps on CPU: generating on the trained model or on a bfloat16 copy",
         "",
-        "`python -m agent_envs.benchmarks.generation_copy` "
+        "`agent-envs bench generation-copy` "
         f"(`--env {args.env} --rounds {args.rounds} --sft-episodes {args.sft_episodes} "
         f"--rl-steps {args.rl_steps}`) on {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}, tcmalloc on both sides. "
@@ -73,5 +72,5 @@ def main(args: Args) -> str:
 
 
 if __name__ == "__main__":
-    prog = "python -m agent_envs.benchmarks.generation_copy"
+    prog = "agent-envs bench generation-copy"
     main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0]))

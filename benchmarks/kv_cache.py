@@ -1,6 +1,6 @@
 """Turn-k generation time of the transformers engine with and without prefix reuse.
 
-``python -m agent_envs.benchmarks.kv_cache`` plays the same batch of multi-turn episodes twice per
+``agent-envs bench kv-cache`` plays the same batch of multi-turn episodes twice per
 repeat through the `RolloutCollector` with the embedded SmolLM2-135M-Instruct (greedy, so both
 runs see identical contexts): once with ``TransformersEngine(prefix_cache=False)``, which
 prefills each turn's whole context, and once with the default prefix reuse, which runs the
@@ -21,13 +21,11 @@ import platform
 import statistics
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from agent_envs.benchmarks.cli import parse, write_report
+from agent_envs.benchmarks.cli import RESULTS_DIR, parse, write_report
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results" / "kv_cache.md"
+RESULTS = RESULTS_DIR / "kv_cache.md"
 
 
 @dataclass
@@ -198,7 +196,7 @@ def to_markdown(args: Args, result: dict[str, Any]) -> str:
     lines = [
         "# Transformers engine: turn-k generation time, prefix reuse against re-prefill",
         "",
-        f"`python -m agent_envs.benchmarks.kv_cache` on {platform.machine()}, {os.cpu_count()} "
+        f"`agent-envs bench kv-cache` on {platform.machine()}, {os.cpu_count()} "
         f"CPUs ({result['threads']} torch threads), Python {platform.python_version()}: {model}, "
         f"`{args.env_id}`, {args.num_envs} episodes per batch, {args.turns} turns, "
         f"{args.max_new_tokens} new tokens per turn, greedy; {args.repeats} repeats per mode, "
@@ -246,5 +244,5 @@ def main(args: Args) -> str:
 
 
 if __name__ == "__main__":
-    prog = "python -m agent_envs.benchmarks.kv_cache"
+    prog = "agent-envs bench kv-cache"
     main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0]))

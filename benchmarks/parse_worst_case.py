@@ -1,6 +1,6 @@
 """The worst turn a hostile reply can cost: every registered id against 1 MB replies.
 
-``python -m agent_envs.benchmarks.parse_worst_case`` steps every ``grl/*`` id once per adversarial
+``agent-envs bench parse-worst-case`` steps every ``grl/*`` id once per adversarial
 family of :data:`FAMILIES` (repeated openers, fences, tags, separators, unicode look-alikes,
 NUL bytes, SQL and WebShop verbs, number runs; each about ``size`` characters, 1,000,000 by
 default) on a freshly reset env, takes the best of ``repeats`` steps per (id, family), and
@@ -30,11 +30,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from agent_envs.benchmarks.cli import parse
+from agent_envs.benchmarks.cli import RESULTS_DIR, parse
 
 from agent_envs.core.spaces import MAX_REPLY_LENGTH
 
-ROOT = Path(__file__).resolve().parent.parent
 SIZE = 1_000_000
 TARGET_S = 0.050
 
@@ -189,7 +188,7 @@ class Args:
     hours there)"""
     guard_s: float = 2.0
     """seconds the guard step, scaled to the full size, may take (see guard_size)"""
-    out: Path = ROOT / "benchmarks/results"
+    out: Path = RESULTS_DIR
     """folder of parse_worst_case.md (written when every id is measured)"""
     probe: str = ""
     """(for tests/test_adversarial_replies.py) step this id once per family and print one JSON
@@ -265,7 +264,7 @@ def report(args: Args, table: Table, scaled: Sequence) -> str:
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python "
         f"{platform.python_version()}, load average {os.getloadavg()[0]:.1f} at the end (a "
         "shared host: compare figures within one run). Reproduce: "
-        "`python -m agent_envs.benchmarks.parse_worst_case`.",
+        "`agent-envs bench parse-worst-case`.",
         f"One `env.step(reply)` per (id, family) on a freshly reset env, best of "
         f"{args.repeats}; each reply is about {args.size:,} characters "
         f"({len(FAMILIES)} families, defined in `benchmarks/parse_worst_case.py`; "
@@ -342,7 +341,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Args:
     return parse(
         Args,
         argv,
-        prog="python -m agent_envs.benchmarks.parse_worst_case",
+        prog="agent-envs bench parse-worst-case",
         description=__doc__.split("\n\n")[0],
     )
 

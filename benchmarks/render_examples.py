@@ -1,6 +1,6 @@
 """Regenerate the example pictures in ``benchmarks/results/renderers/``.
 
-``python -m agent_envs.benchmarks.render_examples`` (``--out DIR`` writes them elsewhere) plays
+``agent-envs bench render-examples`` (``--out DIR`` writes them elsewhere) plays
 oracle episodes (a few turns scripted for the dataset envs), recorded with frames, and exports
 them as GIFs (one picture per turn, the reply under it), a PNG of a mid-episode frame per env
 and one HTML replay. Needs the ``[render]`` extra; runs headless (no window).
@@ -88,5 +88,5 @@ def main(args: Args) -> None:
 
 
 if __name__ == "__main__":
-    prog = "python -m agent_envs.benchmarks.render_examples"
+    prog = "agent-envs bench render-examples"
     main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0]))

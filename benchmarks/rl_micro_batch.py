@@ -2,7 +2,7 @@
 
 16 Blocksworld episodes in one forward/backward pass peaked at 22 GiB on CPU (one step,
 ``/usr/bin/time``) and a 48-step run was killed out of memory on a 24 GiB machine.
-``python -m agent_envs.benchmarks.rl_micro_batch`` trains one small SFT model
+``agent-envs bench rl-micro-batch`` trains one small SFT model
 (``agent_envs.benchmarks.train``, in a fresh process), then runs the GiGPO stage from it three ways
 in each round, each in a fresh process, the order rotating: ``one-pass`` (all the step's episodes in
 one forward/backward pass), ``checkpointing`` (the same with ``--gradient-checkpointing``:
@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_envs.benchmarks.cli import finish_report, parse
+from agent_envs.benchmarks.cli import RESULTS_DIR, finish_report, parse
 from agent_envs.benchmarks.cpu_allocator import alternate, median_range, read_log
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results" / "rl_micro_batch.md"
+RESULTS = RESULTS_DIR / "rl_micro_batch.md"
 SIDES = ("one-pass", "checkpointing", "micro-batch")
 
 
@@ -141,7 +141,7 @@ def main(args: Args) -> str:
     lines = [
         "# RL steps on CPU: peak memory in one pass, with gradient checkpointing, in micro-batches",
         "",
-        "`python -m agent_envs.benchmarks.rl_micro_batch` "
+        "`agent-envs bench rl-micro-batch` "
         f"(`--env {args.env} --rounds {args.rounds} --sft-episodes {args.sft_episodes} "
         f"--rl-steps {args.rl_steps} --rl-prompts {args.rl_prompts} --num-generations "
         f"{args.num_generations} --micro-batch {args.micro_batch}`) on "
@@ -169,5 +169,5 @@ def main(args: Args) -> str:
 
 
 if __name__ == "__main__":
-    prog = "python -m agent_envs.benchmarks.rl_micro_batch"
+    prog = "agent-envs bench rl-micro-batch"
     main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0]))

@@ -1,7 +1,7 @@
 """Load on the env server: many concurrent clients stepping one env, against OpenEnv's server.
 
-``python -m agent_envs.benchmarks.server_load`` starts each server as its own process on
-loopback (``python -m agent_envs.adapters.server``, and ``python -m agent_envs.adapters.server
+``agent-envs bench server-load`` starts each server as its own process on
+loopback (``agent-envs serve``, and ``agent-envs serve
 --openenv ENV`` for OpenEnv's own server serving the same env), then runs ``--clients`` concurrent
 clients, spread over ``--processes`` client processes, each doing ``--steps`` steps (an episode that
 ends is reset; resets are not counted as steps). Each system is driven by its own client:
@@ -49,10 +49,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_envs.benchmarks.cli import parse
+from agent_envs.benchmarks.cli import RESULTS_DIR, parse
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results" / "server_load.md"
+RESULTS = RESULTS_DIR / "server_load.md"
 REPLIES = tuple(f"<answer>{move}</answer>" for move in ("Up", "Right", "Down", "Left"))
 SYSTEMS = ("ours-async", "openenv", "ours-ws", "ours-http")
 
@@ -114,7 +114,7 @@ class LoadResult:
 
 # --------------------------------------------------------------------------- servers
 class ServerProcess:
-    """``python -m agent_envs.adapters.server ARGS`` on 127.0.0.1, a free port; stopped by its
+    """``agent-envs serve ARGS`` on 127.0.0.1, a free port; stopped by its
     pid."""
 
     def __init__(self, *args: str, port: int = 0, timeout: float = 180.0) -> None:
@@ -464,7 +464,7 @@ def report(
     lines = [
         "# Env server under load",
         "",
-        f"`python -m agent_envs.benchmarks.server_load --clients {args.clients} --steps "
+        f"`agent-envs bench server-load --clients {args.clients} --steps "
         f"{args.steps} "
         f"--processes {args.processes} --rounds {args.rounds}` on {platform.machine()}, "
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}: `{args.env_id}`, "
@@ -534,5 +534,5 @@ def report(
 
 
 if __name__ == "__main__":
-    prog = "python -m agent_envs.benchmarks.server_load"
+    prog = "agent-envs bench server-load"
     main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0]))

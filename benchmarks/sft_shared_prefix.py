@@ -1,6 +1,6 @@
 """SFT step cost: TRL's ``SFTTrainer`` against ``SharedPrefixSFTTrainer`` on the same batches.
 
-``python -m agent_envs.benchmarks.sft_shared_prefix`` builds both trainers on one dataset of oracle
+``agent-envs bench sft-shared-prefix`` builds both trainers on one dataset of oracle
 rows (``agent_envs.adapters.sft.sft_rows``, prompt-completion, one row per turn) of ``--env-id``
 over the embedded SmolLM2-135M-Instruct (or the checkpoint folder ``--model``) with the LoRA and
 bf16 settings of ``agent_envs.benchmarks.train``, then times ``compute_loss`` + ``backward`` of the
@@ -22,13 +22,11 @@ import statistics
 import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from agent_envs.benchmarks.cli import parse, write_report
+from agent_envs.benchmarks.cli import RESULTS_DIR, parse, write_report
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results" / "sft_shared_prefix.md"
+RESULTS = RESULTS_DIR / "sft_shared_prefix.md"
 
 
 @dataclass
@@ -172,7 +170,7 @@ def _report(
     lines = [
         "# SFT step: SFTTrainer vs SharedPrefixSFTTrainer",
         "",
-        f"`python -m agent_envs.benchmarks.sft_shared_prefix` — {args.env_id} oracle rows, batch "
+        f"`agent-envs bench sft-shared-prefix` — {args.env_id} oracle rows, batch "
         f"{args.batch_size} ({tokens:.0f} unpadded tokens per batch on average), SmolLM2-135M-"
         f"Instruct{'' if args.model == 'smollm2' else f' shapes (`{args.model}`)'} with LoRA "
         f"r=32 on all linear layers, bf16 autocast {args.bf16}, {args.threads} torch "
@@ -211,5 +209,5 @@ def _machine(args: Args) -> str:
 
 
 if __name__ == "__main__":
-    prog = "python -m agent_envs.benchmarks.sft_shared_prefix"
+    prog = "agent-envs bench sft-shared-prefix"
     main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0]))

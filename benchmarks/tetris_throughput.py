@@ -1,6 +1,6 @@
 """Tetris throughput: our full turn side by side with tetris-gymnasium's ``env.step``.
 
-``python -m agent_envs.benchmarks.tetris_throughput`` measures, on the 10x20 board of
+``agent-envs bench tetris-throughput`` measures, on the 10x20 board of
 ``grl/Tetris-v0``:
 
 * one full turn of ours (parse the reply + step + gravity + render the text board + info,
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from agent_envs.benchmarks.cli import parse
+from agent_envs.benchmarks.cli import RESULTS_DIR, parse
 
 ROOT = Path(__file__).resolve().parent.parent
 PEER_PYTHON = ROOT / "benchmarks/.peers/tetris-gymnasium/bin/python"
@@ -168,7 +168,7 @@ def report(timings: dict) -> str:
         "## Tetris (10x20) vs tetris-gymnasium",
         "",
         f"Machine: {timings['machine']}. Reproduce: "
-        "`python -m agent_envs.benchmarks.tetris_throughput`"
+        "`agent-envs bench tetris-throughput`"
         " (peer venv: `bash benchmarks/peers/setup_tetris_gymnasium.sh`).",
         "",
         "| measure | p50 µs | mean µs | p90 µs |",
@@ -202,7 +202,7 @@ class Args:
     """turns of ours (and steps of tetris-gymnasium) timed"""
     seed: int = 0
     """seed of the random move streams (ours and the peer's)"""
-    out: Path = ROOT / "benchmarks/results"
+    out: Path = RESULTS_DIR
     """folder of tetris_throughput.md"""
 
 
@@ -215,5 +215,5 @@ def main(args: Args) -> str:
 
 
 if __name__ == "__main__":
-    prog = "python -m agent_envs.benchmarks.tetris_throughput"
+    prog = "agent-envs bench tetris-throughput"
     main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0]))

@@ -1,6 +1,6 @@
 """What `agent_envs.adapters.textarena` costs per turn over raw TextArena, side by side in one run.
 
-``python -m agent_envs.benchmarks.textarena_overhead`` plays the same games, move for move, three
+``agent-envs bench textarena-overhead`` plays the same games, move for move, three
 ways:
 
 * **raw**: ``textarena.make(id)``, ``reset(num_players, seed)``, then for every move of every
@@ -34,14 +34,12 @@ import platform
 import statistics
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-from agent_envs.benchmarks.cli import parse, write_report
+from agent_envs.benchmarks.cli import RESULTS_DIR, parse, write_report
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results" / "textarena_overhead.md"
+RESULTS = RESULTS_DIR / "textarena_overhead.md"
 GAMES = (
     "TicTacToe-v0",
     "ConnectFour-v0",
@@ -241,7 +239,7 @@ def main(args: Args) -> str:
     lines = [
         "# TextArena wrapper overhead per turn",
         "",
-        "`python -m agent_envs.benchmarks.textarena_overhead` "
+        "`agent-envs bench textarena-overhead` "
         f"(`--episodes {args.episodes} --repeats {args.repeats} --seed {args.seed}`); "
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
         f"Python {platform.python_version()}, TextArena {_version('textarena')}. "
@@ -303,5 +301,5 @@ def _version(name: str) -> str:
 
 
 if __name__ == "__main__":
-    prog = "python -m agent_envs.benchmarks.textarena_overhead"
+    prog = "agent-envs bench textarena-overhead"
     main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0]))

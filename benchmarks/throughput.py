@@ -1,6 +1,6 @@
 """Throughput of agent-envs, side by side with gym-sokoban where it runs.
 
-``python -m agent_envs.benchmarks.throughput`` (``make bench``) measures, in one run:
+``agent-envs bench throughput`` (``make bench``) measures, in one run:
 
 * Sokoban room generation for 6x6/1, 8x8/2 and 10x10/3 at gym-sokoban's search depth (300),
   ours in process and gym-sokoban's through its own venv (``benchmarks/peers``), with the
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from agent_envs.benchmarks.cli import parse, write_report
+from agent_envs.benchmarks.cli import RESULTS_DIR, parse, write_report
 from agent_envs.benchmarks.tetris_throughput import timed
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,7 +59,7 @@ class Args:
     """steps per timed round of the vector env"""
     vector_rounds: int = 5
     """timed rounds; the best one is reported"""
-    out: Path = ROOT / "benchmarks/results"
+    out: Path = RESULTS_DIR
     """folder of throughput.md and throughput.json"""
 
 
@@ -248,7 +248,7 @@ def report(generation: list[dict], peer_note: str, env: dict, imports: dict) -> 
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}.",
-        "Reproduce: `make bench` (or `python -m agent_envs.benchmarks.throughput`).",
+        "Reproduce: `make bench` (or `agent-envs bench throughput`).",
         "",
         "## Sokoban room generation (search depth 300)",
         "",
@@ -314,7 +314,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Args:
     return parse(
         Args,
         argv,
-        prog="python -m agent_envs.benchmarks.throughput",
+        prog="agent-envs bench throughput",
         description=__doc__.split("\n\n")[0],
     )
 

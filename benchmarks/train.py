@@ -1,6 +1,6 @@
 """Train an agent on ``grl/*`` envs on CPU and measure it on the leaderboard.
 
-``python -m agent_envs.benchmarks.train`` runs the whole pipeline, one stage after another, each
+``agent-envs train`` runs the whole pipeline, one stage after another, each
 stage resumable (a finished stage is read back, an interrupted one continues from its last
 checkpoint)::
 
@@ -544,7 +544,7 @@ def write_report(args: Args) -> Path:
     lines = [
         "# Training run",
         "",
-        f"Written by `python -m agent_envs.benchmarks.train` (run folder `{args.out}`); eval: the "
+        f"Written by `agent-envs train` (run folder `{args.out}`); eval: the "
         f"leaderboard run in `{args.eval_out}` ({args.eval_seeds} published eval seeds per env, "
         "greedy). Wall and CPU minutes are those of the device each stage names (CPU minutes "
         "count every thread of the training process).",
@@ -664,7 +664,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Args:
     return parse(
         Args,
         argv,
-        prog="python -m agent_envs.benchmarks.train",
+        prog="agent-envs train",
         description=__doc__.split("\n\n")[0],
     )
 

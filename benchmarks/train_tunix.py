@@ -1,7 +1,7 @@
 """Multi-turn RL of an agent on a ``grl/*`` env with Tunix (JAX): Tunix keeps the model, the
 GRPO loss and the optimizer step; our rollout collector plays the episodes.
 
-``python -m agent_envs.benchmarks.train_tunix`` runs, for each of ``--steps`` steps::
+``agent-envs train-tunix`` runs, for each of ``--steps`` steps::
 
     rollout   ``groups`` x ``group_size`` episodes (a group shares its seed), turn by turn,
               through the cluster's rollout on token ids
@@ -374,7 +374,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Args:
     return parse(
         Args,
         argv,
-        prog="python -m agent_envs.benchmarks.train_tunix",
+        prog="agent-envs train-tunix",
         description=__doc__.split("\n\n")[0],
     )
 

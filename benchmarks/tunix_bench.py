@@ -1,7 +1,7 @@
 """What the Tunix glue costs on CPU: records → Tunix ``TrainExample`` per episode, and one
 Tunix update step.
 
-``python -m agent_envs.benchmarks.tunix_bench`` (in an environment with the ``[tunix]`` extra)
+``agent-envs bench tunix-bench`` (in an environment with the ``[tunix]`` extra)
 measures
 
 * **batch**: multi-turn ``--env-id`` episodes (the env's random baseline as a scripted engine
@@ -31,10 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_envs.benchmarks.cli import parse
+from agent_envs.benchmarks.cli import RESULTS_DIR, parse
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results" / "tunix.md"
+RESULTS = RESULTS_DIR / "tunix.md"
 
 
 @dataclass
@@ -192,7 +191,7 @@ def main(args: Args) -> str:
     lines = [
         "# Tunix glue: records → TrainExample, and one CPU update",
         "",
-        f"`python -m agent_envs.benchmarks.tunix_bench` on {platform.machine()}, {os.cpu_count()} "
+        f"`agent-envs bench tunix-bench` on {platform.machine()}, {os.cpu_count()} "
         f"CPUs, Python {platform.python_version()}, {versions}, JAX backend "
         f"`{jax.default_backend()}`; `{args.env_id}`, tokenizer: BPE trained on the env's text "
         f"({len(tokenizer)} tokens). Load average {load:.1f} when it started (a shared "
@@ -244,7 +243,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Args:
     return parse(
         Args,
         argv,
-        prog="python -m agent_envs.benchmarks.tunix_bench",
+        prog="agent-envs bench tunix-bench",
         description=__doc__.split("\n\n")[0],
     )
 

@@ -1,6 +1,6 @@
 """What the vector layer costs per env-step, next to a bare ``env.step`` loop and Gymnasium.
 
-``python -m agent_envs.benchmarks.vector_overhead`` measures, in one process and interleaved round
+``agent-envs bench vector-overhead`` measures, in one process and interleaved round
 by round, the CPU time of this process (``time.process_time``: time spent waiting for a shared
 CPU does not count; the machine is shared and noisy):
 
@@ -43,10 +43,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-from agent_envs.benchmarks.cli import parse, write_report
+from agent_envs.benchmarks.cli import RESULTS_DIR, parse, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results" / "vector_overhead.md"
+RESULTS = RESULTS_DIR / "vector_overhead.md"
 REPLIES = tuple(f"<answer>{move}</answer>" for move in ("Up", "Down", "Left", "Right"))
 
 
@@ -348,7 +348,7 @@ def to_markdown(args: Args, result: dict[str, Any], before: dict[str, Any] | Non
     lines = [
         "# Vector layer overhead",
         "",
-        "`python -m agent_envs.benchmarks.vector_overhead"
+        "`agent-envs bench vector-overhead"
         + (f" --baseline-src {args.baseline_src}" if before is not None else "")
         + (f" --baseline-label '{args.baseline_label}'" if args.baseline_label else "")
         + f"` on {platform.machine()}, {os.cpu_count()} CPUs, Python "
@@ -402,5 +402,5 @@ def main(args: Args) -> str:
 
 
 if __name__ == "__main__":
-    prog = "python -m agent_envs.benchmarks.vector_overhead"
+    prog = "agent-envs bench vector-overhead"
     main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0]))

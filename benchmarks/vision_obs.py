@@ -1,6 +1,6 @@
 """Per-turn cost of producing and encoding the image observation of the ``grl/*-vision-v0`` ids.
 
-``python -m agent_envs.benchmarks.vision_obs`` plays the random baseline on each vision id and
+``agent-envs bench vision-obs`` plays the random baseline on each vision id and
 times, for every turn and side by side (the stages of one turn run back to back, so machine noise
 hits them alike):
 
@@ -32,10 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from agent_envs.benchmarks.cli import parse
+from agent_envs.benchmarks.cli import RESULTS_DIR, parse
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results" / "vision_obs.md"
+RESULTS = RESULTS_DIR / "vision_obs.md"
 STAGES = ("text step", "draw", "PNG URL", "decode", "image processor", "text delta", "image delta")
 
 
@@ -139,7 +138,7 @@ def report(rows: list[dict[str, Any]], args: Args) -> str:
     lines = [
         "# Vision observations: per-turn cost of producing and encoding the image",
         "",
-        f"`python -m agent_envs.benchmarks.vision_obs` on {platform.machine()}, {os.cpu_count()} "
+        f"`agent-envs bench vision-obs` on {platform.machine()}, {os.cpu_count()} "
         f"CPUs, Python {platform.python_version()}: random baseline, {args.turns} turns per id; "
         "median µs per turn (10th-90th percentile). Image processor: Qwen2-VL's (PIL "
         "backend) with its default pixel bounds.",
@@ -184,5 +183,5 @@ def main(args: Args) -> str:
 
 
 if __name__ == "__main__":
-    prog = "python -m agent_envs.benchmarks.vision_obs"
+    prog = "agent-envs bench vision-obs"
     main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0]))

@@ -1,6 +1,6 @@
 """WebShop benchmark: search quality and speed, env step cost, index build, oracle, random.
 
-Writes ``benchmarks/results/webshop.md``. Run ``python -m agent_envs.benchmarks.webshop_bench`` (add
+Writes ``benchmarks/results/webshop.md``. Run ``agent-envs bench webshop-bench`` (add
 ``--data-path DIR`` for WebShop's data; the 1k-set rows are skipped without it). Every
 catalog build runs in a fresh process with an empty cache so its time and peak memory are
 its own.
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from agent_envs.benchmarks.cli import parse
+from agent_envs.benchmarks.cli import RESULTS_DIR, parse
 
 from agent_envs.core.policies import OraclePolicy, RandomPolicy
 from agent_envs.envs.webshop import WebShopEnv
@@ -41,7 +41,7 @@ class Args:
     """products of the large generated catalog"""
     random_episodes: int = 300
     """episodes of the random baseline per catalog"""
-    output: str = str(ROOT / "benchmarks" / "results" / "webshop.md")
+    output: str = str(RESULTS_DIR / "webshop.md")
     """where the Markdown report goes"""
 
 
@@ -278,7 +278,7 @@ def main(args: Args) -> str:
     lines = [
         "# WebShop benchmark",
         "",
-        "Written by `python -m agent_envs.benchmarks.webshop_bench`. Machine: "
+        "Written by `agent-envs bench webshop-bench`. Machine: "
         f"{platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPUs.",
         "Search: bm25s (Lucene scoring, k1 0.9, b 0.4, Lucene English stop words, Porter "
         "stemming) over WebShop's indexed text (title, description, first bullet, options).",
@@ -297,5 +297,5 @@ def main(args: Args) -> str:
 
 
 if __name__ == "__main__":
-    prog = "python -m agent_envs.benchmarks.webshop_bench"
+    prog = "agent-envs bench webshop-bench"
     print(main(parse(Args, prog=prog, description=__doc__.split("\n\n")[0])))

@@ -1,6 +1,6 @@
 """The HTTP env server and its clients (the ``[server]`` extra: fastapi, uvicorn, httpx).
 
-- ``python -m agent_envs.adapters.server --host 127.0.0.1 --port 8000 [--token T]`` serves stateful
+- ``agent-envs serve --host 127.0.0.1 --port 8000 [--token T]`` serves stateful
   sessions of every ``grl/*`` id (`agent_envs.adapters.server.app`); ``--openenv grl/Sokoban-v0``
   serves one id as an OpenEnv environment instead (`agent_envs.adapters.server.openenv`).
 - :class:`RemoteEnv` is one session as a ``gymnasium.Env``; :class:`RemoteVectorEnv` many

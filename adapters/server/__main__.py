@@ -1,6 +1,6 @@
 """The env server: stateful sessions of every ``grl/*`` id over HTTP and WebSocket.
 
-``python -m agent_envs.adapters.server --host 127.0.0.1 --port 8000 [--token T]`` (or
+``agent-envs serve --host 127.0.0.1 --port 8000 [--token T]`` (or
 ``agent-envs serve ...``) binds the socket itself (``--port 0`` picks a free port) and prints
 one line, ``agent_envs.adapters.server listening on http://HOST:PORT``, once it is bound, then
 serves until SIGINT/SIGTERM. ``--openenv ENV_ID`` serves that id through OpenEnv's server
@@ -59,7 +59,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Args:
     args = parse(
         Args,
         argv,
-        prog="python -m agent_envs.adapters.server",
+        prog="agent-envs serve",
         description=__doc__.split("\n\n")[0],
     )
     if args.token is None:

@@ -1,7 +1,7 @@
 """Any ``grl/*`` id as an OpenEnv environment (``openenv-core``), for OpenEnv's clients and
 TRL's OpenEnv integration.
 
-``python -m agent_envs.adapters.server --openenv grl/Sokoban-v0 --port 8001`` (or
+``agent-envs serve --openenv grl/Sokoban-v0 --port 8001`` (or
 :func:`create_openenv_app` under uvicorn) serves the id through OpenEnv's own server: each
 WebSocket connection at ``/ws`` is one session with its own env, up to
 ``max_concurrent_envs`` at once (default 64; a GRPO trainer needs at least its

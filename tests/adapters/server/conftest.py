@@ -1,5 +1,5 @@
 """Servers for the env-server tests: in this process (uvicorn in a thread, on a socket bound
-to 127.0.0.1 and a free port), or as a ``python -m agent_envs.adapters.server`` process stopped by
+to 127.0.0.1 and a free port), or as a ``agent-envs serve`` process stopped by
 its pid."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The server as a process (``python -m agent_envs.adapters.server``): killed with SIGKILL mid-run
+"""The server as a process (``agent-envs serve``): killed with SIGKILL mid-run
 and restarted on the same port, its clients' episodes go on (replayed); the bounded load run of
 `agent_envs.benchmarks.server_load`; the listening socket turns Nagle off."""
 

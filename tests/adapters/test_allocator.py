@@ -8,13 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from agent_envs.adapters.trl import allocator
 from agent_envs.adapters.trl.allocator import (
     check_allocator,
     find_tcmalloc,
     loaded_allocator,
     use_allocator,
 )
-from agent_envs.benchmarks import _allocator
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,8 +41,8 @@ def test_allocator__reads_the_mapped_library():
 def test_allocator__bad_value_and_missing_library_name_the_flag(monkeypatch, capsys):
     with pytest.raises(SystemExit, match="--allocator: unknown allocator 'mimalloc'"):
         check_allocator("mimalloc")
-    monkeypatch.setattr(_allocator, "loaded_allocator", lambda: "system")
-    monkeypatch.setattr(_allocator, "find_tcmalloc", lambda: None)
+    monkeypatch.setattr(allocator, "loaded_allocator", lambda: "system")
+    monkeypatch.setattr(allocator, "find_tcmalloc", lambda: None)
     with pytest.raises(SystemExit, match="--allocator tcmalloc: no tcmalloc library was found"):
         use_allocator("tcmalloc")
     assert use_allocator("auto") == "system"  # runs on, with a hint
