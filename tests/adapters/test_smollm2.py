@@ -60,3 +60,36 @@ def test_smollm2__realistic_sokoban_batch(smollm2):
         assert all(np.isfinite(logprobs))
         for step, turn_ids in zip(trajectory.steps, trajectory.turn_completion_ids, strict=True):
             assert tokenizer.decode(turn_ids, skip_special_tokens=True) == step.reply
+
+
+def test_smollm2__the_cached_checkpoint_equals_the_gguf_model(smollm2, monkeypatch):
+    """The plain folder :func:`load_smollm2` reads after the first load holds the GGUF model's
+    dequantized weights bit for bit and the same tokenizer; a second load reads the folder and
+    never dequantizes again."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from agent_envs.adapters.engines import transformers as engine_module
+
+    model, tokenizer = smollm2
+    folder = engine_module.smollm2_folder()
+    gguf = engine_module.SMOLLM2_GGUF
+    reference = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf)
+    reference_tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf)
+    cached = dict(model.state_dict())
+    assert cached.keys() == reference.state_dict().keys()
+    for name, tensor in reference.state_dict().items():
+        assert torch.equal(cached[name], tensor), name
+    text = "<answer>Up || Left</answer> ünïcode 42"
+    assert tokenizer.encode(text) == reference_tokenizer.encode(text)
+    messages = [{"role": "user", "content": text}]
+    assert tokenizer.apply_chat_template(messages) == reference_tokenizer.apply_chat_template(
+        messages
+    )
+
+    def dequantize_again(folder):
+        raise AssertionError("the cached folder was not used")
+
+    monkeypatch.setattr(engine_module, "_dequantize_smollm2", dequantize_again)
+    again, _ = engine_module.load_smollm2()
+    assert torch.equal(again.lm_head.weight, model.lm_head.weight)
