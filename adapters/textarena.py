@@ -468,8 +468,9 @@ class TextArenaEnv(TextEnv):
             f"You play the TextArena game {self.textarena_id}. Each observation is the game "
             "so far as the game prints it, with its rules and the move format at the top. "
             + (
-                "Reply with your move inside <answer>...</answer>, e.g. <answer>[4]</answer>; "
-                "anything before the answer tag is not sent to the game."
+                "The game's text shows moves in its own format (TicTacToe's '[4]'); write "
+                "that move inside <answer>...</answer>, e.g. <answer>[4]</answer>: only the "
+                "answer is sent to the game, and a move outside the tag is not read."
                 if self.reply_format == "answer"
                 else "Your whole reply is sent to the game as your move."
             )

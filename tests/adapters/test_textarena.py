@@ -336,3 +336,20 @@ def test_textarena__engine_opponent_sends_the_observation_as_chat():
     assert (
         engine.seen[0][0]["role"] == "user" and "You are Player 1" in engine.seen[0][0]["content"]
     )
+
+
+def test_textarena__instructions_and_the_games_prompt_agree_on_the_move_format():
+    """The game's text teaches ``[4]``; the instructions say to put that move inside the answer
+    tag, and the env does what they say: ``<answer>[4]</answer>`` plays the centre, a bare
+    ``[4]`` is not read (a format error, nothing sent to the game)."""
+    from agent_envs.adapters.textarena import make
+
+    env = make("TicTacToe-v0", opponent="random", agent_player=0)
+    observation, _ = env.reset(seed=0)
+    assert "'[4]'" in observation and "'[4]'" in env.instructions
+    assert "<answer>[4]</answer>" in env.instructions
+    assert "a move outside the tag is not read" in env.instructions
+    _, _, _, _, info = env.step("[4]")
+    assert not info["format_ok"] and info["parsed_actions"] == []
+    observation, _, _, _, info = env.step("<answer>[4]</answer>")
+    assert info["format_ok"] and info["action_valid"] and info["parsed_actions"] == ["[4]"]
