@@ -34,6 +34,7 @@ Envs that read replies differently (a whole-reply number grader, say) override `
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any, ClassVar, NamedTuple, SupportsFloat
 
 import gymnasium as gym
@@ -196,6 +197,23 @@ class TextEnv(gym.Env[str, str]):
     def random_actions(self, rng: Any) -> list[str]:
         """One turn of a uniform random baseline, drawn from ``rng``."""
         raise NotImplementedError(f"{type(self).__name__} has no random baseline")
+
+    def _problem_spec(self) -> Any:
+        """What makes this episode's problem, JSON-serialisable (for :meth:`problem_key`): by
+        default the first observation, which shows the start state and the goal; an env whose
+        dynamics draw randomness after reset (Tetris's pieces) adds those draws."""
+        return self._observations[0]
+
+    def problem_key(self) -> str:
+        """A key of the current episode's problem: its start state, its goal and every random
+        draw its dynamics will make, canonically (16 hex digits of a SHA-256). Two episodes with
+        equal keys play the same game: the same replies get the same observations and rewards.
+        Seeds differ more often than problems do (``grl/Blocksworld-v0`` has a few hundred
+        problems), so train/eval overlap and intervals over problems use this key."""
+        if not self._observations:
+            raise RuntimeError("call reset() before problem_key()")
+        text = json.dumps(self._problem_spec(), sort_keys=True, ensure_ascii=True)
+        return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
 
     # ----------------------------------------------------------------- the Gymnasium API
     def reset(

@@ -224,9 +224,17 @@ class TetrisEnv(TextEnv):
         rows = (0,) * self.height if board is None else self._parse_board(board)
         # The queue draws from its own Generator, seeded once from np_random: looking ahead
         # (the oracle does) never changes what np_random gives later.
-        queue_rng = np.random.default_rng(int(self.np_random.integers(_SEED_BOUND)))
-        self._queue = PieceQueue(queue_rng, self.game, self.sequence)
+        self._queue_seed = int(self.np_random.integers(_SEED_BOUND))
+        self._queue = PieceQueue(np.random.default_rng(self._queue_seed), self.game, self.sequence)
         self._state = dynamics.spawn(self.game, rows, self._queue.pop())
+
+    def _problem_spec(self) -> Any:
+        """The start (first observation) and every piece the episode can deal, ``(kind,
+        left)`` pairs: at most one piece a turn and one per action, plus the first."""
+        actions = self.answer_format.max_actions_per_turn or 1
+        horizon = self.max_turns * (actions + 1) + 1
+        queue = PieceQueue(np.random.default_rng(self._queue_seed), self.game, self.sequence)
+        return {"start": self._observations[0], "pieces": queue.upcoming(horizon)}
 
     def _parse_board(self, text: object) -> tuple[int, ...]:
         if not isinstance(text, str):
