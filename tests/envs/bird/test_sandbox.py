@@ -8,6 +8,7 @@ import hashlib
 import os
 import pickle
 import random
+import resource
 import sqlite3
 import stat
 import threading
@@ -35,6 +36,18 @@ MIB = 2**20
 
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(autouse=True)
+def _process_limits_restored():
+    """A test that calls ``Worker.query`` in this process gets the worker's process limits
+    (a CPU-seconds limit: SIGXCPU, an address-space and a file-size limit); put the test
+    process's own limits back after it, or a later test dies of SIGXCPU."""
+    names = (resource.RLIMIT_CPU, resource.RLIMIT_AS, resource.RLIMIT_FSIZE)
+    saved = {name: resource.getrlimit(name) for name in names}
+    yield
+    for name, limits in saved.items():
+        resource.setrlimit(name, limits)
 
 
 @pytest.fixture
