@@ -155,6 +155,9 @@ class Args:
     peak memory (TRL's ``gradient_accumulation_steps`` over one generation batch; 16
     Blocksworld episodes on CPU: 22 GiB in one pass, 10 GiB in passes of 4,
     ``benchmarks/results/rl_micro_batch.md``)"""
+    keep_steps: list[int] = field(default_factory=list)
+    """RL steps whose models each RL stage also keeps (``<stage>/model-step{N}/``, LoRA merged)
+    and the eval plays beside the final one, as ``<agent>-step{N}``"""
     rl_lr: float = 2e-5
     """RL learning rate"""
     rl_beta: float = 0.0
@@ -453,7 +456,7 @@ def run_rl(args: Args, stage: Stage, sft: Stage) -> None:
         args=config,
         peft_config=_lora(args),
         drop_zero_advantage=args.drop_zero_advantage,
-        callbacks=[clock.callback(args.stage_time_limit)],
+        callbacks=[clock.callback(args.stage_time_limit), stage.keep_models(args.keep_steps)],
     )
     trainer.train(resume_from_checkpoint=checkpoint)
     save_merged(trainer.model, tokenizer, stage.model_dir)

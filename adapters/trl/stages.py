@@ -10,6 +10,7 @@ was interrupted resumes from its last checkpoint and reports its whole time.
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 import time
@@ -47,6 +48,34 @@ class Stage:
     @property
     def checkpoints(self) -> Path:
         return self.dir / "checkpoints"
+
+    def kept_models(self) -> dict[int, Path]:
+        """The models :meth:`keep_models` kept, by step: ``model-step{N}/`` folders."""
+        kept = {}
+        for folder in self.dir.glob("model-step*"):
+            step = folder.name.removeprefix("model-step")
+            if step.isdigit() and (folder / "config.json").exists():
+                kept[int(step)] = folder
+        return dict(sorted(kept.items()))
+
+    def keep_models(self, steps: list[int]) -> Any:
+        """A ``TrainerCallback`` that saves the model at each of ``steps`` as a plain checkpoint
+        folder ``model-step{N}/`` (a copy, LoRA merged as :func:`save_merged` merges the final
+        model), so intermediate models are evaluated by the pipeline, not merged by hand. A
+        stage resumed past a step keeps what it kept before."""
+        from transformers import TrainerCallback
+
+        wanted, stage = set(steps), self
+
+        class KeepModels(TrainerCallback):
+            def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+                if state.global_step in wanted:
+                    folder = stage.dir / f"model-step{state.global_step}"
+                    if not (folder / "config.json").exists():
+                        model, tokenizer = kwargs["model"], kwargs["processing_class"]
+                        save_merged(copy.deepcopy(model), tokenizer, folder)
+
+        return KeepModels()
 
     def record(self) -> dict[str, Any]:
         return json.loads(self.record_path.read_text(encoding="utf-8"))

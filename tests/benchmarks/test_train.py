@@ -311,3 +311,23 @@ def test_train__every_env_generates_from_one_shared_model_copy(monkeypatch):
     assert engines == [given[0], given[0]]
     train.rollout_func_of(dataclasses.replace(args, generation_dtype="model"), "grpo")
     assert given[2:] == [None, None]
+
+
+@pytest.mark.slow
+def test_train__keep_steps_saves_the_intermediate_models_merged(tmp_path):
+    """``--keep-steps 1`` keeps the step-1 model of a 2-step stage as a plain checkpoint
+    folder, LoRA merged, with other weights than the final model's."""
+    import torch
+    from safetensors.torch import load_file
+
+    _, stage, logged = _luffy_on_a_tiny_model(
+        tmp_path, rl_steps=2, keep_steps=[1], rl_lr=1e-2, lora=True
+    )
+    assert [row["step"] for row in logged] == [1, 2]
+    kept = stage.kept_models()
+    assert list(kept) == [1] and kept[1] == stage.dir / "model-step1"
+    step1 = load_file(kept[1] / "model.safetensors")
+    final = load_file(stage.model_dir / "model.safetensors")
+    assert step1.keys() == final.keys()
+    assert not any("lora" in name for name in step1)  # merged: a plain checkpoint
+    assert any(not torch.equal(step1[name], final[name]) for name in final)
