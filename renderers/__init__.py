@@ -6,7 +6,9 @@ and caption, or a text card); backends draw it: `agent_envs.renderers.ansi` (ter
 window). On top of them: `agent_envs.renderers.gif` (animated GIF / MP4 of an episode),
 `agent_envs.renderers.replay` (a self-contained HTML replay, also ``python -m
 agent_envs.renderers.replay``) and `agent_envs.renderers.image_obs` (image observations and
-multimodal chat messages for vision-language models).
+multimodal chat messages for vision-language models). The exporters read episodes of any shape
+(`agent_envs.renderers.episodes`, ``Trajectory`` records included) and show values and text
+through `agent_envs.renderers.display` (formatted for people, escaped, cut).
 
 Renderers know no env (of ``agent_envs`` this package imports only
 :mod:`agent_envs.optional`, the optional-dependency helper). An env supports every

@@ -137,11 +137,25 @@ def wrap_text(text: str, font: Any, width: float) -> list[str]:
 
 def _fit(text: str, font: Any, width: float) -> str:
     """``text`` cut with ``...`` to fit ``width`` pixels on one line."""
+    text = text[: int(width) + 1]  # no glyph is narrower than a pixel: the rest cannot show
     if font.getlength(text) <= width:
         return text
-    while text and font.getlength(text + "...") > width:
-        text = text[:-1]
-    return text + "..."
+    low, high = 0, len(text)  # the longest prefix that fits with "..." (binary search)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if font.getlength(text[:middle] + "...") <= width:
+            low = middle
+        else:
+            high = middle - 1
+    return text[:low] + "..."
+
+
+def _head(text: str, lines: int, font: Any, width: float) -> str:
+    """The start of ``text`` that holds its first ``lines + 1`` wrapped lines (so wrapping a
+    megabyte-long body costs what wrapping one screen does)."""
+    per_line = int(width / max(font.getlength("i"), 1.0)) + 2
+    head = "\n".join(text.split("\n", lines + 1)[: lines + 1])
+    return head[: (lines + 1) * per_line]
 
 
 def _clip_lines(lines: list[str], limit: int, font: Any, width: float) -> list[str]:
@@ -347,7 +361,8 @@ def text_panel(
         if heading:
             d.text((x0, y), _fit(heading, heading_font, width), font=heading_font, fill=ACCENT)
             y += line
-        lines = _clip_lines(wrap_text(body, body_font, width), room, body_font, width)
+        head = _head(body, room, body_font, width)
+        lines = _clip_lines(wrap_text(head, body_font, width), room, body_font, width)
         for text in lines:
             d.text((x0, y), text, font=body_font, fill=TEXT)
             y += line

@@ -96,7 +96,7 @@ def test_replay__trajectory_records_with_info_and_token_fields():
     page = parse(replay_html([record]))
     assert page.turns == ["Turn 1"] and page.images == []
     text = "".join(page.text)
-    assert "grl/GSM8K-v0  hf  seed 7" in text and "num turns: 1" in text and "+1" in text
+    assert "grl/GSM8K-v0  hf  seed 7" in text and "turns 1" in text and "+1" in text
 
 
 def test_replay__bad_records_raise_value_error():
