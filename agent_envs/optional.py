@@ -33,6 +33,8 @@ EXTRAS = (
     "openai",
     "ray",
     "model",
+    "verifiers",
+    "skyrl",
     "dev",
 )
 
