@@ -67,9 +67,8 @@ def test_smollm2__the_cached_checkpoint_equals_the_gguf_model(smollm2, monkeypat
     dequantized weights bit for bit and the same tokenizer; a second load reads the folder and
     never dequantizes again."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     from agent_envs.adapters.engines import transformers as engine_module
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     model, tokenizer = smollm2
     folder = engine_module.smollm2_folder()
