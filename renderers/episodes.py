@@ -46,8 +46,9 @@ reply (their observations are not recorded), and ``last_observation`` is the fin
 **Frames for records that hold none** (leaderboard runs, collector trajectories): play the
 recorded replies again on the episode's env. :func:`replay_frames` returns the frame
 descriptions (one per turn, the state the model saw, plus the final state), checking the
-replay against the recorded rewards; :func:`attach_frames` puts a list of frames on an
-episode, keeping its recorded text; :func:`with_replayed_frames` does both::
+replay against the recorded rewards and observations; :func:`attach_frames` puts a list of
+frames on an episode, keeping its recorded text; :func:`with_replayed_frames` does both (and
+refuses a record without a seed)::
 
     env = gymnasium.make(trajectory.env_id)           # with the run's env settings
     episode = with_replayed_frames(trajectory, env)   # an Episode with a frame on every turn
@@ -301,15 +302,24 @@ def replay_frames(
     seed: int | None = None,
     options: dict | None = None,
     rewards: Sequence[float | None] | None = None,
+    observations: Sequence[str | None] | None = None,
 ) -> list[dict[str, Any]]:
     """The frame dicts of ``replies`` played on ``env`` (whose unwrapped env has
     ``frame()``) from ``reset(seed=seed, options=options)``: one per turn (the state the model
     saw before replying) and the final state, ready for :func:`attach_frames`.
 
-    With ``rewards`` (the recorded ones), a replay that does not reproduce the record (another
-    reward on some turn, or another number of turns) raises ``ValueError`` naming the turn:
-    its pictures would not show the recorded episode."""
+    With ``rewards`` and ``observations`` (the recorded ones; ``None`` entries are not
+    checked), a replay that does not reproduce the record (another reward or observation on
+    some turn, or another number of turns) raises ``ValueError`` naming the turn: its pictures
+    would not show the recorded episode."""
     steps, _, final, _ = _play(env, replies, seed, options)
+    for index, (step, recorded) in enumerate(zip(steps, observations or (), strict=False)):
+        shown = _observation(step["observation"])[0]
+        if recorded is not None and shown != recorded:
+            raise ValueError(
+                f"turn {index + 1}: the replay shows another observation than the record "
+                "(another seed, options or env settings?); not the recorded episode"
+            )
     if rewards is not None:
         if len(steps) != len(rewards):
             raise ValueError(
@@ -333,6 +343,8 @@ def with_replayed_frames(
     on the final state, drawn by playing its replies again on ``env`` from its seed (see
     :func:`replay_frames`, whose ``ValueError`` it raises when the replay differs)."""
     episode = as_episode(source)
+    if episode.seed is None:
+        raise ValueError(f"{episode.title}: a record without a seed cannot be played again")
     played = episode.played
     frames = replay_frames(
         env,
@@ -340,6 +352,7 @@ def with_replayed_frames(
         seed=episode.seed,
         options=options,
         rewards=[turn.reward for turn in played],
+        observations=[turn.observation for turn in played],
     )
     return attach_frames(episode, frames)
 
