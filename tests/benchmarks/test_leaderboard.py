@@ -1,6 +1,7 @@
 """The leaderboard: statistics against hand-computed cases, resume, the validator (replay and
-recomputation, against forged records), the HTML report and the command line, on the ``smoke``
-preset (2 ids x 2 seeds, random and oracle)."""
+recomputation, against forged records), rewriting, turn caps, the HTML report and the command
+line, on the ``smoke`` preset (2 ids x 2 seeds, random and oracle). The intervals against
+reference implementations: ``test_leaderboard_stats.py``."""
 
 from __future__ import annotations
 
@@ -24,8 +25,9 @@ from agent_envs.benchmarks.leaderboard.replay import (
 from agent_envs.benchmarks.leaderboard.stats import (
     compare_summaries,
     mean_and_stderr,
-    paired_difference,
+    paired_success,
     summarize,
+    wilson_interval,
 )
 
 from agent_envs.core.records import Step, Trajectory
@@ -64,20 +66,6 @@ def test_stats__mean_and_stderr_hand_computed(values, mean, stderr):
     assert mean_and_stderr(values) == pytest.approx((mean, stderr), abs=1e-12)
 
 
-def test_stats__paired_difference_hand_computed():
-    # B - A per seed: [1, 0, 0, 1, 1] → mean 0.6, s^2 = (3*0.16 + 2*0.36)/4 = 0.3
-    a = [0.0, 1.0, 0.0, 0.0, 0.0]
-    b = [1.0, 1.0, 0.0, 1.0, 1.0]
-    se = math.sqrt(0.3 / 5)
-    result = paired_difference(a, b)
-    assert result["n"] == 5
-    assert result["mean"] == pytest.approx(0.6)
-    assert result["se"] == pytest.approx(se)
-    assert result["low"] == pytest.approx(0.6 - 1.96 * se)
-    assert result["high"] == pytest.approx(0.6 + 1.96 * se)
-    assert (result["low"], result["high"]) == pytest.approx((0.1199, 1.0801), abs=1e-4)
-
-
 def _trajectory(env_id, agent, seed, rewards, success, valid=None):
     valid = valid or [True] * len(rewards)
     steps = [
@@ -88,7 +76,7 @@ def _trajectory(env_id, agent, seed, rewards, success, valid=None):
     return Trajectory(env_id=env_id, seed=seed, steps=steps, success=success, agent=agent)
 
 
-def test_stats__summary_overall_and_paired_hand_computed():
+def test_stats__summary_per_env_and_paired_hand_computed():
     envs, agents = ["e1", "e2"], ["a", "b"]
     trajectories = [
         _trajectory("e1", "a", 1, [0.0], False),
@@ -106,17 +94,25 @@ def test_stats__summary_overall_and_paired_hand_computed():
     assert e1b["return"] == pytest.approx({"mean": 1.25, "se": 0.25})
     assert e1b["turns"] == pytest.approx({"mean": 1.5, "se": 0.5})
     assert e1b["validity"] == pytest.approx({"mean": 0.75, "se": 0.25})
-    # overall success of b: mean(1.0, 0.5) = 0.75, SE = sqrt(0^2 + 0.5^2) / 2 = 0.25
-    assert summary["overall"]["b"]["success"] == pytest.approx({"mean": 0.75, "se": 0.25})
+    low, high = wilson_interval(2, 2)
+    assert e1b["success"] == pytest.approx(
+        {"mean": 1.0, "se": 0.0, "successes": 2, "low": low, "high": high}
+    )
+    # no random or oracle rows: no normalized scores, no ranks; the mean success rate stays
+    assert summary["normalization"]["e1"]["note"] == "no random and no oracle row"
+    assert summary["overall"]["b"] == {
+        "envs": 2, "episodes": 4, "success": 0.75, "capped": None, "normalized": None,
+        "rank": None,
+    }  # fmt: skip
     (pair,) = summary["paired"]
     assert (pair["a"], pair["b"]) == ("a", "b")
-    # e1 success B - A: [1, 0] → 0.5 ± 0.5; e2: [1, 0] → 0.5 ± 0.5
-    assert pair["per_env"]["e1"]["success"]["se"] == pytest.approx(0.5)
-    overall = pair["overall"]["success"]
-    assert overall["mean"] == pytest.approx(0.5)
-    assert overall["se"] == pytest.approx(math.sqrt(0.5) / 2)
-    assert overall["low"] == pytest.approx(0.5 - 1.96 * math.sqrt(0.5) / 2)
-    assert overall["n"] == 4
+    # e1 success B - A: seeds [1 - 0, 1 - 1] → won 1, tied 1
+    e1 = pair["per_env"]["e1"]["success"]
+    assert (e1["n"], e1["mean"], e1["won"], e1["lost"], e1["tied"]) == (2, 0.5, 1, 0, 1)
+    assert -1 <= e1["low"] < 0.5 < e1["high"] <= 1
+    assert pair["per_env"]["e2"]["return"]["mean"] == pytest.approx(1.0)
+    assert pair["overall"] == {"envs": 2, "n": 4, "won": 2, "lost": 0, "tied": 2,
+                               "normalized": None}  # fmt: skip
 
 
 def test_stats__duplicate_episode_is_refused():
@@ -163,9 +159,15 @@ def test_run__smoke_writes_every_file_and_validates(smoke_run):
     assert all(r["steps"] and "parsed_actions" in r["steps"][0] for r in records)
     assert leaderboard.validate(smoke_run) == []
     summary = json.loads((smoke_run / "summary.json").read_text())
+    low, high = wilson_interval(2, 2)
     for env_id in SMOKE_IDS:
-        assert summary["per_env"][env_id]["oracle"]["success"] == {"mean": 1.0, "se": 0.0}
-    assert "| oracle (ceiling) | 2 | 1.00 ± 0.00 |" in (smoke_run / "leaderboard.md").read_text()
+        assert summary["per_env"][env_id]["oracle"]["success"] == {
+            "mean": 1.0, "se": 0.0, "successes": 2, "low": low, "high": high,
+        }  # fmt: skip
+    page = (smoke_run / "leaderboard.md").read_text()
+    assert "| oracle (ceiling) | 2 | 1.00 [0.34, 1.00] | 1.00 [" in page
+    assert "Every agent plays each env's own turn budget." in page
+    assert not any(word in page for word in ("None", "False", "True", "-0.00", "000000"))
 
 
 def test_run__resume_plays_only_the_rest(tmp_path, capsys, smoke_run):
@@ -460,11 +462,12 @@ def test_report__html_parses_is_self_contained_and_links_replays(smoke_run):
     page.feed(text)
     page.close()
     assert page.errors == [] and page.stack == []
-    assert page.tags["table"] == 1 + len(SMOKE_IDS) + 1  # overall, per env, paired
-    assert page.tags["img"] == len(SMOKE_IDS)
+    assert page.tags["table"] == 2 + len(SMOKE_IDS) + 1  # overall, paired, per env, paired
+    assert page.tags["img"] == 1 + len(SMOKE_IDS)  # the overview first, then one per env
+    assert text.index("<img") < text.index("<table>")
     assert "http://" not in text and "https://" not in text
     images = [url for url in page.urls if url.startswith("data:")]
-    assert len(images) == len(SMOKE_IDS)
+    assert len(images) == 1 + len(SMOKE_IDS)
     assert all(url.startswith("data:image/png;base64,") for url in images)
     links = [url for url in page.urls if not url.startswith(("data:", "#"))]
     assert sorted(links) == ["replays/grl_GSM8K-v0.html", "replays/grl_Sokoban-v0.html"]
@@ -494,43 +497,148 @@ def test_cli__smoke_then_validate(tmp_path):
     assert checked.stdout.startswith("OK")
 
 
-def test_run__model_agents_keep_their_envs_seeds_and_turn_cap(tmp_path, monkeypatch):
-    """A model agent (here the oracle behind the engine path, batched) plays only
-    ``--model-envs``, the first ``--model-seeds`` seeds and at most ``--model-max-turns``."""
-    from agent_envs.adapters.engines import oracle_engine
+@pytest.fixture
+def fake_model(monkeypatch):
+    """Model agents get the random policy behind the engine path (batched); returns the
+    devices they were asked to load on."""
+    from agent_envs.adapters.engines import random_engine
 
     devices = []
 
     def fake_engine(agent, seed=None, *, device="cpu"):
         if agent.kind == "transformers":
             devices.append(device)
-            return oracle_engine()
+            return random_engine(0)
         return real_engine(agent, seed)
 
     real_engine = leaderboard.make_engine
     monkeypatch.setattr(leaderboard.run, "make_engine", fake_engine)
+    return devices
+
+
+def test_run__model_agents_keep_their_envs_and_seeds_and_play_whole_episodes(
+    tmp_path, fake_model, capsys
+):
+    """A model agent plays only ``--model-envs`` and the first ``--model-seeds`` seeds, at the
+    env's own turn budget (no preset caps it), and is ranked and paired like the others."""
     out = tmp_path / "run"
     summary = run_smoke(
-        out, "--agents", "random", "hf:/models/tiny", "--seeds", "3", "--model-seeds", "2",
-        "--model-envs", "grl/Sokoban-v0", "--model-max-turns", "1", "--batch-size", "2",
+        out, "--agents", "random", "oracle", "hf:/models/tiny", "--seeds", "3",
+        "--model-seeds", "2", "--model-envs", "grl/Sokoban-v0", "--batch-size", "2",
     )  # fmt: skip
+    printed = capsys.readouterr().out
+    assert "tiny: 2 seeds x 1 env (grl/Sokoban-v0), each env's own turn budget" in printed
     manifest = json.loads((out / "manifest.json").read_text())
-    model = manifest["settings"]["agents"][1]
-    assert (model["name"], model["kind"], model["target"]) == (
-        "tiny",
-        "transformers",
-        "/models/tiny",
-    )
+    model = manifest["settings"]["agents"][2]
+    assert (model["name"], model["kind"], model["target"], model["max_turns"]) == (
+        "tiny", "transformers", "/models/tiny", None)  # fmt: skip
     assert model["sampling"] == {"temperature": 0.0, "top_p": 1.0}
-    assert list(summary["per_env"]["grl/Sokoban-v0"]) == ["random", "tiny"]
-    assert list(summary["per_env"]["grl/GSM8K-v0"]) == ["random"]
+    assert list(summary["per_env"]["grl/Sokoban-v0"]) == ["random", "oracle", "tiny"]
+    assert list(summary["per_env"]["grl/GSM8K-v0"]) == ["random", "oracle"]
     row = summary["per_env"]["grl/Sokoban-v0"]["tiny"]
     assert row["seeds"] == sorted(leaderboard.eval_seeds("grl/Sokoban-v0", 2))
-    assert row["turns"] == {"mean": 1.0, "se": 0.0}
-    (pair,) = summary["paired"]
+    assert row["turns"]["mean"] > 1  # whole episodes, not one turn
+    assert summary["overall"]["tiny"]["rank"] is not None
+    pair = next(p for p in summary["paired"] if (p["a"], p["b"]) == ("random", "tiny"))
     assert pair["per_env"]["grl/Sokoban-v0"]["success"]["n"] == 2
+    page = (out / "leaderboard.md").read_text()
+    assert "model rows play fewer seeds and envs (never shorter episodes): `tiny` the first 2 " \
+        "seeds of 1 envs" in page  # fmt: skip
     assert leaderboard.validate(out) == []
-    assert devices == [resolve_device("auto")]  # one engine, on --device auto's pick
+    assert fake_model == [resolve_device("auto")]  # one engine, on --device auto's pick
+
+
+def test_run__a_turn_cap_is_printed_recorded_marked_and_not_ranked(tmp_path, fake_model, capsys):
+    out = tmp_path / "run"
+    summary = run_smoke(
+        out, "--agents", "random", "oracle", "hf:/models/tiny", "--model-envs", "grl/Sokoban-v0",
+        "--model-max-turns", "1", "--batch-size", "2",
+    )  # fmt: skip
+    assert "tiny: 2 seeds x 1 env (grl/Sokoban-v0), CAPPED at 1 turn" in capsys.readouterr().out
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["settings"]["agents"][2]["max_turns"] == 1
+    assert summary["per_env"]["grl/Sokoban-v0"]["tiny"]["turns"] == {"mean": 1.0, "se": 0.0}
+    assert (summary["overall"]["tiny"]["capped"], summary["overall"]["tiny"]["rank"]) == (1, None)
+    assert [(p["a"], p["b"]) for p in summary["paired"]] == [("random", "oracle")]
+    page = (out / "leaderboard.md").read_text()
+    assert "**Turn cap:** `tiny` at 1 turn (`--model-max-turns`)" in page
+    assert "| — | tiny (capped at 1 turn) | 1 | 2 |" in page
+    html = (out / "report.html").read_text()
+    assert '<p class="cap"><strong>Turn cap:</strong> <code>tiny</code> at 1 turn' in html
+    assert '<tr class="capped"><td>—</td><td>tiny (capped at 1 turn)</td>' in html
+    assert leaderboard.validate(out) == []
+
+
+def test_run__the_progress_bar_moves_per_episode(monkeypatch):
+    """The model stage's bar moves as each episode of a batch ends, not once per batch."""
+    import gymnasium as gym
+    from agent_envs.adapters.engines import random_engine
+    from agent_envs.adapters.loop.collector import RolloutCollector
+
+    class Bar:
+        def __init__(self):
+            self.events = []
+
+        def update(self, count):
+            self.events.append(("update", count))
+
+        def set_postfix_str(self, text):
+            self.events.append(("turn", text))
+
+    bar = Bar()
+    engine = leaderboard.run.EpisodeProgress(random_engine(0), bar, 4)
+    vec = gym.make_vec("grl/Blocksworld-v0", num_envs=4, autoreset_mode="disabled")
+    try:
+        trajectories = RolloutCollector(vec, engine, max_new_tokens=8).collect([1, 2, 3, 4])
+    finally:
+        vec.close()
+    engine.finish()
+    updates = [count for kind, count in bar.events if kind == "update"]
+    assert sum(updates) == 4 and len(updates) > 1  # the episodes ended at different turns
+    turns = [index for index, (kind, _) in enumerate(bar.events) if kind == "turn"]
+    first_update = next(index for index, (kind, _) in enumerate(bar.events) if kind == "update")
+    assert first_update < turns[-1]  # an episode counted while the others still played
+    assert len(turns) == max(len(t.steps) for t in trajectories)
+
+
+def test_rewrite__rebuilds_a_runs_pages_from_its_episodes_and_refuses_forgeries(
+    smoke_run, tmp_path, capsys
+):
+    run = _copy(smoke_run, tmp_path)
+    stale = json.loads((run / "summary.json").read_text())
+    del stale["normalization"]  # as an older version of stats.py wrote it
+    (run / "summary.json").write_text(json.dumps(stale))
+    (run / "leaderboard.md").write_text("old page\n")
+    assert leaderboard.validate(run)
+    leaderboard.main(leaderboard.parse_args(["--rewrite", str(run)]))
+    assert "Rewritten from its episodes, and valid" in capsys.readouterr().out
+    assert leaderboard.validate(run) == []
+    assert (run / "summary.json").read_text() == (smoke_run / "summary.json").read_text()
+    assert len(json.loads((run / "manifest.json").read_text())["rewrites"]) == 1
+    _forge_consistently(run)
+    page = (run / "leaderboard.md").read_text()
+    with pytest.raises(SystemExit, match="refusing to rewrite: its episodes do not check out"):
+        leaderboard.rewrite(run)
+    assert (run / "leaderboard.md").read_text() == page  # nothing written
+
+
+def test_report__a_core_install_without_matplotlib_writes_the_tables(tmp_path):
+    """Without the [render] extra the run still writes every table, and says the charts were
+    skipped (matplotlib, Pillow and pygame made unimportable in a fresh process)."""
+    script = (
+        "import sys\n"
+        "for name in ('matplotlib', 'PIL', 'pygame', 'imageio'): sys.modules[name] = None\n"
+        "from agent_envs.benchmarks import leaderboard\n"
+        f"leaderboard.main(leaderboard.parse_args(['--preset', 'smoke', '--out', "
+        f"{str(tmp_path / 'run')!r}, '--no-progress']))\n"
+        f"assert leaderboard.validate({str(tmp_path / 'run')!r}) == []\n"
+    )
+    ran = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    text = (tmp_path / "run" / "report.html").read_text()
+    assert "Charts skipped: matplotlib is not installed" in text
+    assert "<img" not in text and text.count("<table>") == 2 + len(SMOKE_IDS) + 1
 
 
 @pytest.mark.parametrize(
@@ -589,11 +697,13 @@ def test_committed_report__is_self_contained_html(folder):
     assert page.errors == [] and page.stack == []
     assert "http://" not in text and "https://" not in text
     summary = json.loads((folder / "summary.json").read_text())
-    assert page.tags["img"] == len(summary["per_env"])
+    assert page.tags["img"] == 1 + len(summary["per_env"])  # the overview, then each env
     for url in page.urls:
         if not url.startswith(("data:", "#")):
             assert (folder / url).exists(), url
-    assert list(summary["overall"]) == ["random", "oracle"]
+    assert list(summary["overall"])[:2] == ["random", "oracle"]
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert all(agent["max_turns"] is None for agent in manifest["settings"]["agents"])
 
 
 TRAINING = ROOT / "benchmarks" / "results" / "training" / "leaderboard"
@@ -681,11 +791,12 @@ def test_committed_report__training_run_has_every_stage_on_100_seeds(folder, env
 )
 def test_committed_report__the_rl_target_holds_in_the_committed_episodes(folder, first, last):
     """Issue 12's target, recomputed from the committed trajectories: the 112-step GiGPO
-    model adds >= 10 points of success to its SFT model, paired 95% interval above 0."""
+    model adds >= 10 points of success to its SFT model, paired 95% interval (Newcombe's)
+    above 0."""
     trajectories = leaderboard.read_episodes(folder / "episodes.jsonl.gz")
     success = {(t.agent, int(t.seed)): float(t.success) for t in trajectories}
     seeds = leaderboard.eval_seeds("grl/Blocksworld-v0", last)[first:]
-    difference = paired_difference(
+    difference = paired_success(
         [success["smollm2-sft", seed] for seed in seeds],
         [success["smollm2-sft-gigpo-kl1-112", seed] for seed in seeds],
     )
