@@ -27,8 +27,19 @@ the server holds no session and reports how long that took. Our server reaps ses
 for ``--session-ttl`` seconds. (OpenEnv's server closes a WebSocket session when its
 connection drops, and shows no session count to poll, so it is not measured.)
 
-Results go to ``benchmarks/results/server_load.md``. The tests run a bounded version
-(`run_load` with a few clients and steps).
+**One greedy client** (``--greedy``): ``--clients - 1`` polite clients (each its own token,
+one step every ``--polite-pace`` seconds, a new session every ``--polite-episode`` steps) play
+for ``--greedy-seconds`` alone, then as long again beside one greedy client (one token,
+``--greedy-connections`` WebSockets that create sessions and step as fast as they can, half
+of them never closing a session, half closing each after 20 steps to open the next; its
+process runs at nice 19, as if its CPU were elsewhere). Reported: the polite clients' step
+latency (p50/p95/p99) alone and beside the greedy one, their refusals (any error reply: there
+must be none), and what the greedy client got. The server runs with its default limits and a
+tokens file naming every client.
+
+Results go to ``benchmarks/results/server_load.md`` (``--greedy`` replaces only its own
+section there). The tests run bounded versions (`run_load` with a few clients and steps,
+`run_greedy` for a few seconds).
 """
 
 from __future__ import annotations
@@ -83,6 +94,17 @@ class Args:
     """seconds a server may take to start"""
     output: str = str(RESULTS)
     """where the Markdown goes ("" to only print it)"""
+    greedy: bool = False
+    """run the greedy-client measurement instead (--clients - 1 polite clients beside one
+    greedy client)"""
+    greedy_seconds: float = 30.0
+    """seconds of each phase of --greedy: polite clients alone, then beside the greedy one"""
+    greedy_connections: int = 256
+    """WebSockets the greedy client opens"""
+    polite_pace: float = 0.05
+    """seconds between a polite client's steps"""
+    polite_episode: int = 10
+    """steps a polite client plays on one session before it closes it and opens another"""
 
 
 @dataclass
@@ -413,6 +435,294 @@ def killed_clients_reaped(
     return held, None
 
 
+# --------------------------------------------------------------------------- greedy client
+@dataclass
+class GreedyResult:
+    """The polite clients' step latencies alone and beside the greedy client, their
+    refusals, and what the greedy client did."""
+
+    polite: int
+    seconds: float
+    alone: list[float] = field(repr=False)
+    beside: list[float] = field(repr=False)
+    refused: int
+    refusals: list[str]
+    greedy_steps: int
+    greedy_refused: int
+    greedy_sessions: int
+    """the most sessions the server held while the greedy client ran"""
+
+    @staticmethod
+    def quantile(latencies: list[float], q: float) -> float:
+        if not latencies:
+            return float("nan")
+        ordered = sorted(latencies)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def client_identity(name: str, tokens: dict[str, str] | None) -> dict[str, str]:
+    """The headers that make a request ``name``'s: its token, or ``X-Client-Id`` on a
+    server without tokens."""
+    if tokens is None:
+        return {"x-client-id": name}
+    return {"authorization": f"Bearer {tokens[name]}"}
+
+
+async def _call(ws: Any, message: dict[str, Any]) -> dict[str, Any]:
+    await ws.send(json.dumps(message).encode())
+    return json.loads(await ws.recv())
+
+
+async def _polite_clients(
+    url: str, env_id: str, headers: list[dict[str, str]], plan: dict[str, float]
+) -> tuple[list[float], list[float], list[str]]:
+    from websockets.asyncio.client import connect
+
+    ws_url = "ws" + url.removeprefix("http") + "/ws"
+    alone: list[float] = []
+    beside: list[float] = []
+    refusals: list[str] = []
+
+    def refused(reply: dict[str, Any]) -> bool:
+        if "error" in reply:
+            refusals.append(f"{reply['error'].get('type')}: {reply['error'].get('message')}")
+            return True
+        return False
+
+    async def one(index: int, own: dict[str, str]) -> None:
+        try:
+            ws = await connect(ws_url, additional_headers=own, max_size=None, compression=None)
+        except Exception as error:
+            refusals.append(f"connect: {error!r}")
+            return
+        seed = index * 1000
+        while time.time() < plan["end"]:
+            if refused(await _call(ws, {"op": "create", "env_id": env_id})):
+                await asyncio.sleep(plan["pace"])
+                continue
+            seed += 1
+            if refused(await _call(ws, {"op": "reset", "seed": seed})):
+                continue
+            for step in range(plan["episode"]):
+                sent = time.time()
+                if sent >= plan["end"]:
+                    break
+                began = time.perf_counter()
+                reply = await _call(ws, {"op": "step", "action": REPLIES[step % 4]})
+                took = time.perf_counter() - began
+                if refused(reply):
+                    break
+                if sent < plan["greedy_from"]:
+                    alone.append(took)
+                elif sent >= plan["greedy_from"] + plan["settle"]:
+                    beside.append(took)
+                await asyncio.sleep(plan["pace"])
+            refused(await _call(ws, {"op": "close"}))
+        await ws.close()
+
+    await asyncio.gather(*(one(index, own) for index, own in enumerate(headers)))
+    return alone, beside, refusals
+
+
+async def _greedy_client(
+    url: str, env_id: str, own: dict[str, str], connections: int, plan: dict[str, float]
+) -> tuple[int, int]:
+    """Hoard sessions and step as fast as possible from ``greedy_from`` to ``end``."""
+    from websockets.asyncio.client import connect
+
+    ws_url = "ws" + url.removeprefix("http") + "/ws"
+    steps = refused = 0
+    await asyncio.sleep(max(0.0, plan["greedy_from"] - time.time()))
+
+    async def one(index: int) -> None:
+        nonlocal steps, refused
+        try:
+            ws = await connect(ws_url, additional_headers=own, max_size=None, compression=None)
+        except Exception:
+            refused += 1
+            return
+        hoard = index % 2 == 0  # half the connections keep every session they open
+        have = False
+        while time.time() < plan["end"]:
+            created = await _call(ws, {"op": "create", "env_id": env_id})
+            if "error" in created:
+                refused += 1
+            else:
+                have = "error" not in await _call(ws, {"op": "reset", "seed": index})
+            if not have:
+                continue
+            for step in range(20):
+                reply = await _call(ws, {"op": "step", "action": REPLIES[step % 4]})
+                steps += 1
+                if reply.get("terminated") or reply.get("truncated"):
+                    await _call(ws, {"op": "reset", "seed": index})
+            if not hoard:  # the other half close theirs and open new ones at once
+                have = "error" in await _call(ws, {"op": "close"})
+        await ws.close()
+
+    await asyncio.gather(*(one(index) for index in range(connections)))
+    return steps, refused
+
+
+def _polite_process(
+    url: str, env_id: str, headers: list[dict[str, str]], plan: dict[str, float], out: Any
+) -> None:
+    try:
+        out.put(asyncio.run(_polite_clients(url, env_id, headers, plan)))
+    except BaseException as error:  # report, never hang the parent
+        out.put(([], [], [f"polite process failed: {error!r}"]))
+
+
+def _greedy_process(
+    url: str, env_id: str, own: dict[str, str], connections: int, plan: dict, out: Any
+) -> None:
+    os.nice(19)  # an attacker elsewhere: its own CPU does not count against the server's
+    try:
+        out.put(asyncio.run(_greedy_client(url, env_id, own, connections, plan)))
+    except BaseException as error:
+        out.put((0, -1, repr(error)))
+
+
+def greedy_tokens(polite: int) -> dict[str, str]:
+    """Client name -> token for ``polite`` polite clients and the greedy one."""
+    import secrets
+
+    names = [f"polite-{index}" for index in range(polite)] + ["greedy"]
+    return {name: secrets.token_urlsafe(16) for name in names}
+
+
+def run_greedy(
+    url: str,
+    env_id: str,
+    *,
+    polite: int = 63,
+    seconds: float = 30.0,
+    connections: int = 256,
+    pace: float = 0.05,
+    episode: int = 10,
+    tokens: dict[str, str] | None = None,
+) -> GreedyResult:
+    """``polite`` polite clients for ``seconds`` alone, then ``seconds`` beside one greedy
+    client with ``connections`` WebSockets, against the server at ``url`` (``tokens``: the
+    server's, name -> token, from `greedy_tokens`; ``None``: a server without tokens, the
+    clients named by ``X-Client-Id``)."""
+    context = multiprocessing.get_context("spawn")
+    start = time.time() + 2.0  # room for the processes to start and connect
+    plan = {
+        "greedy_from": start + seconds,
+        "end": start + 2 * seconds,
+        "settle": min(1.0, seconds / 4),
+        "pace": pace,
+        "episode": episode,
+    }
+    headers = [client_identity(f"polite-{index}", tokens) for index in range(polite)]
+    polite_out, greedy_out = context.Queue(), context.Queue()
+    polite_process = context.Process(
+        target=_polite_process, args=(url, env_id, headers, plan, polite_out)
+    )
+    greedy_process = context.Process(
+        target=_greedy_process,
+        args=(url, env_id, client_identity("greedy", tokens), connections, plan, greedy_out),
+    )
+    polite_process.start()
+    greedy_process.start()
+    most = 0
+    while time.time() < plan["end"]:
+        if time.time() >= plan["greedy_from"]:
+            most = max(most, health(url).get("sessions", 0))
+        time.sleep(0.25)
+    timeout = 2 * seconds + 120
+    alone, beside, refusals = polite_out.get(timeout=timeout)
+    greedy = greedy_out.get(timeout=timeout)
+    for process in (polite_process, greedy_process):
+        process.join(30)
+        if process.is_alive():
+            process.kill()
+    return GreedyResult(
+        polite, seconds, alone, beside, len(refusals), refusals[:5], greedy[0], greedy[1], most
+    )
+
+
+def greedy_report(args: Args, result: GreedyResult, server: str) -> str:
+    def row(label: str, latencies: list[float]) -> str:
+        cells = " | ".join(
+            f"{GreedyResult.quantile(latencies, q) * 1e3:.2f}" for q in (0.5, 0.95, 0.99)
+        )
+        return f"| {label} | {len(latencies)} | {cells} |"
+
+    lines = [
+        GREEDY_HEADING,
+        "",
+        f"`agent-envs bench server-load --greedy --clients {args.clients} --greedy-seconds "
+        f"{args.greedy_seconds:g} --greedy-connections {args.greedy_connections} "
+        f"--polite-pace {args.polite_pace:g} --polite-episode {args.polite_episode}` on "
+        f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()} "
+        f"(shared with other work): `{args.env_id}`, {server}. {result.polite} polite "
+        f"clients (a token each) step every {args.polite_pace:g} s and open a new session "
+        f"every {args.polite_episode} steps; after {args.greedy_seconds:g} s one greedy client "
+        f"(one token) opens {args.greedy_connections} WebSockets that create sessions and step "
+        "as fast as they can, half of them never closing a session, half closing each after 20 "
+        "steps to open the next (its process at nice 19, as if its CPU were elsewhere).",
+        "",
+        "| polite clients' steps | count | p50 ms | p95 ms | p99 ms |",
+        "|---|---:|---:|---:|---:|",
+        row("alone", result.alone),
+        row("beside the greedy client", result.beside),
+        "",
+        f"Polite requests refused: **{result.refused}**"
+        + (f" (first: {'; '.join(result.refusals)})" if result.refusals else "")
+        + f". The greedy client: {result.greedy_steps} steps, {result.greedy_refused} "
+        f"refusals, the server held at most {result.greedy_sessions} sessions.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+GREEDY_HEADING = "## One greedy client beside polite ones"
+
+
+def _with_section(text: str, section: str) -> str:
+    """``text`` with its greedy section (from `GREEDY_HEADING` to the next ``## ``)
+    replaced by ``section``, or ``section`` appended."""
+    head, found, rest = text.partition(GREEDY_HEADING)
+    if not found:
+        return text.rstrip("\n") + "\n\n" + section
+    _, after, tail = rest.partition("\n## ")
+    return head + section + (("\n## " + tail) if after else "")
+
+
+def main_greedy(args: Args) -> str:
+    import tempfile
+
+    polite = max(1, args.clients - 1)
+    tokens = greedy_tokens(polite)
+    with tempfile.NamedTemporaryFile("w", suffix=".tokens", delete=False) as file:
+        file.write("".join(f"{name}:{token}\n" for name, token in tokens.items()))
+    try:
+        server_args = ["--tokens-file", file.name, "--session-ttl", str(args.session_ttl)]
+        with ServerProcess(*server_args, timeout=args.start_timeout) as server:
+            result = run_greedy(
+                server.url,
+                args.env_id,
+                polite=polite,
+                seconds=args.greedy_seconds,
+                connections=args.greedy_connections,
+                pace=args.polite_pace,
+                episode=args.polite_episode,
+                tokens=tokens,
+            )
+    finally:
+        os.unlink(file.name)
+    section = greedy_report(args, result, "the server with its default limits")
+    print(section)
+    if args.output:
+        path = Path(args.output)
+        previous = (
+            path.read_text(encoding="utf-8") if path.exists() else "# Env server under load\n"
+        )
+        path.write_text(_with_section(previous, section), encoding="utf-8")
+    return section
+
+
 # --------------------------------------------------------------------------- report
 def _server_args(system: str, args: Args) -> list[str]:
     if system == "openenv":
@@ -421,6 +731,8 @@ def _server_args(system: str, args: Args) -> list[str]:
 
 
 def main(args: Args) -> str:
+    if args.greedy:
+        return main_greedy(args)
     results: dict[str, list[LoadResult]] = {name: [] for name in args.systems}
     reaping: dict[str, tuple[int, float | None]] = {}
     for round_index in range(args.rounds):
@@ -452,7 +764,10 @@ def main(args: Args) -> str:
     text = report(args, results, reaping)
     print(text)
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        path = Path(args.output)
+        previous = path.read_text(encoding="utf-8") if path.exists() else ""
+        kept = previous.partition(GREEDY_HEADING)[1:]
+        path.write_text(text + ("\n" + "".join(kept) if kept[0] else ""), encoding="utf-8")
     return text
 
 

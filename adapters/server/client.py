@@ -14,12 +14,18 @@ recorded states, the episode is **marked**: that step returns the last observati
 ``reward=0``, ``truncated=True`` and ``info["truncation_reason"] = "server_restart"``. If no
 server answers within ``reconnect_timeout``, :class:`ServerUnavailable` is raised. An episode
 is never silently lost.
+
+**Tokens.** A server that requires a token (any server listening beyond loopback) is called
+with ``token=`` or, when that is not given, ``$AGENT_ENVS_SERVER_TOKEN`` (one token; a
+``NAME:TOKEN`` entry sends its ``TOKEN``). The token names the client, which owns the sessions
+it creates; on a server without tokens ``client_id=`` names it instead (``X-Client-Id``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -38,18 +44,39 @@ _LOST_SESSION = ("unknown_session", "expired_session")
 _TRANSPORTS = ("ws", "http")
 
 
+#: the statuses of the error kinds, for servers whose WebSocket errors carry none
 _STATUS = {
     "malformed_json": 400,
+    "missing_token": 401,
+    "wrong_token": 401,
+    "path_not_allowed": 403,
+    "endpoint_not_allowed": 403,
     "unknown_env": 404,
+    "request_timeout": 408,
     "reset_needed": 409,
     "no_session": 409,
     "body_too_large": 413,
+    "session_full": 413,
     "bad_env_kwargs": 422,
     "bad_reset": 422,
     "invalid_request": 422,
+    "unknown_op": 422,
+    "render_failed": 422,
     "too_many_sessions": 429,
+    "too_many_connections": 429,
     "env_error": 500,
+    "internal_error": 500,
 }
+#: where `RemoteEnv` finds its token when none is passed
+TOKEN_VARIABLE = "AGENT_ENVS_SERVER_TOKEN"
+
+
+def token_from_environment() -> str | None:
+    """The token in ``$AGENT_ENVS_SERVER_TOKEN`` (its first entry; ``NAME:TOKEN`` -> ``TOKEN``)."""
+    entries = os.environ.get(TOKEN_VARIABLE, "").split()
+    if not entries:
+        return None
+    return entries[0].rpartition(":")[2] or None
 
 
 class ServerError(RuntimeError):
@@ -75,6 +102,19 @@ def _raise(status: int | None, kind: str, message: str) -> None:
     raise ServerError(status or _STATUS.get(kind, 400), kind, message)
 
 
+def _problem(body: Any) -> tuple[int | None, str, str] | None:
+    """(status, type, message) of an error body ``{"error": {...}}``; ``None`` otherwise."""
+    problem = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(problem, dict) or "type" not in problem:
+        return None
+    status = problem.get("status")
+    return (
+        (status if isinstance(status, int) else None),
+        problem["type"],
+        problem.get("message", ""),
+    )
+
+
 def _encode(payload: dict[str, Any]) -> bytes:
     text = json.dumps(payload, ensure_ascii=False)
     try:
@@ -93,7 +133,9 @@ class RemoteEnv(gymnasium.Env):
     Args:
         base_url: the server's root URL.
         env_id: a registered id the server serves.
-        token: the server's bearer token, if it has one.
+        token: the server's bearer token (default: ``$AGENT_ENVS_SERVER_TOKEN``, if set).
+        client_id: this client's name on a server without tokens (``X-Client-Id``); with
+            tokens the token names the client.
         transport: ``"ws"`` (default: one WebSocket per env, the server's ``/ws``) or
             ``"http"`` (a request per call); render and HTML replays always use HTTP.
         request_timeout: seconds per request.
@@ -112,6 +154,7 @@ class RemoteEnv(gymnasium.Env):
         env_id: str,
         *,
         token: str | None = None,
+        client_id: str | None = None,
         transport: str = "ws",
         request_timeout: float = 60.0,
         reconnect_timeout: float = 30.0,
@@ -140,8 +183,11 @@ class RemoteEnv(gymnasium.Env):
         self._httpx = httpx
         self._own_client = client is None
         headers = {"content-type": "application/json"}
+        token = token_from_environment() if token is None else token
         if token is not None:
             headers["authorization"] = f"Bearer {token}"
+        if client_id is not None:
+            headers["x-client-id"] = client_id
         self._headers = headers
         self._client = client or httpx.Client(timeout=request_timeout)
         self._ws: Any = None
@@ -166,10 +212,10 @@ class RemoteEnv(gymnasium.Env):
             raise _SessionLost(str(error)) from error
         if response.status_code >= 400:
             try:
-                problem = response.json()["error"]
-                kind, message = problem["type"], problem["message"]
-            except (ValueError, KeyError, TypeError):
-                kind, message = "http_error", response.text[:500]
+                problem = _problem(response.json())
+            except ValueError:
+                problem = None
+            _, kind, message = problem or (None, "http_error", response.text[:500])
             _raise(response.status_code, kind, message)
         if response.headers.get("content-type", "").startswith("application/json"):
             return response.json()
@@ -195,20 +241,28 @@ class RemoteEnv(gymnasium.Env):
         except (websocket.WebSocketConnectionClosedException, OSError) as error:
             self._drop_ws()
             raise _SessionLost(str(error) or "connection closed") from error
-        if isinstance(reply, dict) and "error" in reply:
-            _raise(None, reply["error"]["type"], reply["error"]["message"])
+        problem = _problem(reply)
+        if problem is not None:
+            _raise(*problem)
         return reply
 
     def _connect(self) -> Any:
         import websocket
 
         url = "ws" + self.base_url.removeprefix("http") + "/ws"
-        headers = [f"{k}: {v}" for k, v in self._headers.items() if k == "authorization"]
+        headers = [
+            f"{k}: {v}" for k, v in self._headers.items() if k in ("authorization", "x-client-id")
+        ]
         try:
             return websocket.create_connection(url, header=headers, timeout=self.request_timeout)
         except websocket.WebSocketBadStatusException as error:  # refused at the handshake
             status = error.status_code
-            raise ServerError(status, "refused", f"WebSocket handshake: {status}") from error
+            try:
+                problem = _problem(json.loads(getattr(error, "resp_body", None) or b""))
+            except ValueError:
+                problem = None
+            _, kind, message = problem or (status, "refused", f"WebSocket handshake: {status}")
+            raise ServerError(status, kind, message) from error
 
     def _drop_ws(self) -> None:
         if self._ws is not None:
@@ -412,7 +466,7 @@ class RemoteVectorEnv(gymnasium.vector.VectorEnv):
         num_envs: sessions to open.
         group_size: consecutive envs sharing a seed.
         autoreset_mode: ``"disabled"`` (the collector's) or ``"next_step"``.
-        token, transport, request_timeout, reconnect_timeout: as for `RemoteEnv`.
+        token, client_id, transport, request_timeout, reconnect_timeout: as for `RemoteEnv`.
         **env_kwargs: the env's keyword arguments.
     """
 
@@ -425,6 +479,7 @@ class RemoteVectorEnv(gymnasium.vector.VectorEnv):
         group_size: int = 1,
         autoreset_mode: AutoresetMode | str = AutoresetMode.DISABLED,
         token: str | None = None,
+        client_id: str | None = None,
         transport: str = "ws",
         request_timeout: float = 60.0,
         reconnect_timeout: float = 30.0,
@@ -457,6 +512,7 @@ class RemoteVectorEnv(gymnasium.vector.VectorEnv):
                 servers[index % len(servers)],
                 env_id,
                 token=token,
+                client_id=client_id,
                 transport=transport,
                 request_timeout=request_timeout,
                 reconnect_timeout=reconnect_timeout,

@@ -23,9 +23,11 @@ def serve(app: Any, port: int = 0) -> Iterator[str]:
     """Serve ``app`` on 127.0.0.1 (``port=0``: a free one) for the ``with`` block."""
     import uvicorn
     from agent_envs.adapters.server.__main__ import bind_socket
+    from agent_envs.adapters.server.limits import Limits, uvicorn_config
 
     sock = bind_socket("127.0.0.1", port)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="error", ws_max_size=64 << 20))
+    limits = getattr(app.state, "limits", Limits())
+    server = uvicorn.Server(uvicorn_config(app, limits, log_level="error"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60

@@ -1,5 +1,6 @@
 """The server as a process (``agent-envs serve``): killed with SIGKILL mid-run
-and restarted on the same port, its clients' episodes go on (replayed); the bounded load run of
+and restarted on the same port, its clients' episodes go on (replayed, the token sent again);
+``--auth on`` prints the token it generated; the bounded load run of
 `agent_envs.benchmarks.server_load`; the listening socket turns Nagle off."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ import asyncio
 import socket
 
 import gymnasium
+import httpx
 import pytest
 from agent_envs.adapters.server import RemoteEnv, RemoteVectorEnv
 from agent_envs.adapters.server.__main__ import bind_socket
@@ -41,12 +43,34 @@ def test_process__listening_socket_gets_tcp_nodelay_on_accepted_connections():
     assert asyncio.run(main()) != 0
 
 
+def test_process__auth_on_prints_the_token_it_generated():
+    with ServerProcess("--auth", "on") as server:
+        line = server.process.stdout.readline()
+        assert line.startswith("agent_envs.adapters.server token: ")
+        token = line.split(": ", 1)[1].strip()
+        body = {"env_id": "grl/Sokoban-v0"}
+        assert httpx.post(f"{server.url}/sessions", json=body, timeout=60).status_code == 401
+        response = httpx.post(
+            f"{server.url}/sessions",
+            json=body,
+            headers={"authorization": f"Bearer {token}"},
+            timeout=60,
+        )
+        assert response.status_code == 201
+
+
 def test_process__server_killed_mid_run_and_restarted_loses_no_episode():
-    with ServerProcess() as first:
+    token = ("--token", "trainer:s3cret")
+    with ServerProcess(*token) as first:
         port = first.port
-        single = RemoteEnv(first.url, "grl/Sokoban-v0", reconnect_timeout=300)
+        single = RemoteEnv(first.url, "grl/Sokoban-v0", token="s3cret", reconnect_timeout=300)
         vector = RemoteVectorEnv(
-            [first.url], "grl/Sokoban-v0", num_envs=3, reconnect_timeout=300, max_turns=10
+            [first.url],
+            "grl/Sokoban-v0",
+            num_envs=3,
+            token="s3cret",
+            reconnect_timeout=300,
+            max_turns=10,
         )
         local = gymnasium.make("grl/Sokoban-v0")
         locals_ = [gymnasium.make("grl/Sokoban-v0", max_turns=10) for _ in range(3)]
@@ -60,7 +84,7 @@ def test_process__server_killed_mid_run_and_restarted_loses_no_episode():
             got = vector.step([reply] * 3)
             assert list(got[0]) == [env.step(reply)[0] for env in locals_]
         first.kill()
-    with ServerProcess(port=port) as second:
+    with ServerProcess(*token, port=port) as second:
         assert health(second.url)["sessions"] == 0  # a new process: every session is gone
         for reply in ("<answer>Down</answer>", "<answer>Right</answer>"):
             assert single.step(reply) == local.step(reply)

@@ -10,6 +10,7 @@ import gymnasium
 import httpx
 import pytest
 from agent_envs.adapters.server import RemoteEnv, ServerError, create_app
+from agent_envs.adapters.server.limits import Limits
 
 import agent_envs  # noqa: F401
 from tests.adapters.server.conftest import serve
@@ -103,7 +104,7 @@ def test_server__bad_input_is_a_json_4xx_and_the_server_keeps_serving(
 
 
 def test_server__body_over_the_cap_is_413_with_or_without_content_length():
-    with serve(create_app(max_body_bytes=4096)) as url, httpx.Client() as client:
+    with serve(create_app(limits=Limits(max_body_bytes=4096))) as url, httpx.Client() as client:
         sid = _session(client, url)
         client.post(f"{url}/sessions/{sid}/reset", json={"seed": 0})
         big = json.dumps({"action": "x" * 5000}).encode()
@@ -177,7 +178,8 @@ def test_server__websocket_errors_answer_and_keep_the_connection(server_url):
         created = ask({"op": "create", "env_id": "grl/Sokoban-v0"})
         assert ask({"op": "reset", "seed": "x"})["error"]["type"] == "invalid_request"
         assert ask({"op": "reset", "seed": 4})["info"]["episode_seed"] == 4
-        assert ask({"op": "step", "action": 12})["info"]["action_valid"] is False  # non-text
+        assert ask({"op": "step", "action": None})["info"]["action_valid"] is False  # non-text
+        assert ask({"op": "step", "action": 12})["error"]["status"] == 422  # as over HTTP
         assert ask({"op": "close"}) == {"closed": created["session_id"]}
 
 
@@ -208,7 +210,7 @@ def test_server__idle_sessions_are_reaped_and_then_answer_410():
     reaper closes after the TTL; a late request on one is told it expired."""
     from websockets.sync.client import connect
 
-    with serve(create_app(session_ttl=0.5)) as url, httpx.Client() as client:
+    with serve(create_app(limits=Limits(session_ttl=0.5))) as url, httpx.Client() as client:
         ids = []
         for _ in range(3):
             ws = connect(url.replace("http", "ws") + "/ws").__enter__()
@@ -229,7 +231,7 @@ def test_server__idle_sessions_are_reaped_and_then_answer_410():
 
 
 def test_server__too_many_sessions_is_429():
-    with serve(create_app(max_sessions=2)) as url, httpx.Client() as client:
+    with serve(create_app(limits=Limits(max_sessions=2))) as url, httpx.Client() as client:
         first = _session(client, url)
         _session(client, url)
         response = client.post(f"{url}/sessions", json={"env_id": "grl/Sokoban-v0"})
@@ -242,24 +244,39 @@ def test_server__too_many_sessions_is_429():
 @pytest.mark.parametrize(
     ("kwargs", "name"),
     [
-        ({"session_ttl": 0}, "session_ttl"),
-        ({"max_body_bytes": 0}, "max_body_bytes"),
-        ({"max_sessions": 0}, "max_sessions"),
+        ({"limits": Limits(max_sessions=2)}, None),
         ({"token": ""}, "token"),
+        ({"token": ["a:t", "b:t"]}, "twice"),
+        ({"token": ["bad name:t"]}, "names"),
         ({"inline_budget": -1}, "inline_budget"),
+        ({"limits": {"max_sessions": 2}}, "limits"),
+        ({"data_roots": ["/no/such/folder"]}, "data root"),
+        ({"model_endpoints": ["ftp://x"]}, "model endpoint"),
     ],
 )
 def test_server__bad_configuration_names_the_argument(kwargs, name):
+    if name is None:
+        create_app(**kwargs)
+        return
     with pytest.raises(ValueError, match=name):
         create_app(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["session_ttl", "max_body_bytes", "max_sessions", "max_sessions_per_client", "read_timeout"],
+)
+def test_server__bad_limits_name_the_field(name):
+    with pytest.raises(ValueError, match=name):
+        Limits(**{name: 0})
 
 
 def test_server__runner_sends_calls_to_threads_only_while_they_are_slow(monkeypatch):
     """One slow call (or a preemption) moves the env id's next call to a thread; fast calls
     bring it back inline; an env whose calls stay slow stays in threads."""
-    import agent_envs.adapters.server.app as app_module
+    import agent_envs.adapters.server.runner as runner_module
 
-    runner = app_module._Runner(inline_budget=0.002)
+    runner = runner_module.Runner(inline_budget=0.002)
     durations = iter([0.0005, 0.2, 0.0005, 0.0005] + [0.01] * 7)
     clock = {"now": 0.0}
 
@@ -269,7 +286,7 @@ def test_server__runner_sends_calls_to_threads_only_while_they_are_slow(monkeypa
     def call():
         clock["now"] += next(durations)
 
-    monkeypatch.setattr(app_module.time, "perf_counter", perf_counter)
+    monkeypatch.setattr(runner_module.time, "perf_counter", perf_counter)
     slow_after = []
     for _ in range(11):
         runner._timed("grl/X-v0", call, (), {})
