@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-tunix bench lint clean browser tcmalloc bytecode wheel-check
+.PHONY: run test test-tunix bench lint clean browser tcmalloc bytecode wheel-check docs
 
 # Set-up uses uv (PyPI's `uv`, installed into the venv by pip) when it can be had, and pip
 # otherwise (INSTALLER=pip forces pip; a failed uv install falls back to pip). torch is pinned:
@@ -97,6 +97,10 @@ bench: $(STAMP) bytecode  ## throughput benchmarks (peers gym-sokoban and tetris
 	bash benchmarks/peers/setup_gym_sokoban.sh
 	bash benchmarks/peers/setup_tetris_gymnasium.sh
 	$(PY) -m agent_envs.benchmarks.throughput
+
+# The docs site into build/site/ (warnings are errors; the test suite builds it too: tests/docs/).
+docs: $(STAMP)  ## the docs site (mkdocs build --strict); `$(VENV)/bin/mkdocs serve` to preview
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(VENV)/bin/mkdocs build --strict
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
