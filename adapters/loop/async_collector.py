@@ -164,6 +164,8 @@ class AsyncRolloutCollector(EpisodeRecorder):
         policy_version: returns the trainer's current policy version; each turn records the
             version it was requested under in ``metadata["policy_versions"]`` (see
             :func:`staleness`).
+        on_episode_end: called with each finished record as its episode ends, in the order
+            episodes end (see :class:`~agent_envs.adapters.loop.collector.EpisodeRecorder`).
     """
 
     def __init__(
@@ -177,6 +179,7 @@ class AsyncRolloutCollector(EpisodeRecorder):
         max_new_tokens: int = 256,
         max_total_tokens: int | None = None,
         policy_version: Callable[[], int] | None = None,
+        on_episode_end: Callable[[Trajectory], None] | None = None,
     ) -> None:
         if not callable(make_env):
             raise ValueError(f"make_env must be a callable returning an env, got {make_env!r}")
@@ -203,6 +206,7 @@ class AsyncRolloutCollector(EpisodeRecorder):
             max_turns=max_turns,
             max_new_tokens=max_new_tokens,
             max_total_tokens=max_total_tokens,
+            on_episode_end=on_episode_end,
         )
         self.make_env = make_env
         self.max_concurrency = max_concurrency

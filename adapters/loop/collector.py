@@ -48,7 +48,7 @@ text tokenizer the token path sees the text part only.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -104,6 +104,10 @@ class EpisodeRecorder:
     next request, record a turn (token ids as in the module docstring), end it. The lockstep
     :class:`RolloutCollector` and `agent_envs.adapters.loop.async_collector.AsyncRolloutCollector`
     share it, so their records are built by the same code.
+
+    ``on_episode_end`` is called with each episode's finished record the moment it ends
+    (solved, out of turns, truncated or failed), before the batch returns: a progress bar
+    can move per episode, and a caller can write each record as soon as it is complete.
     """
 
     def __init__(
@@ -114,6 +118,7 @@ class EpisodeRecorder:
         max_turns: int | None = None,
         max_new_tokens: int = 256,
         max_total_tokens: int | None = None,
+        on_episode_end: Callable[[Trajectory], None] | None = None,
     ) -> None:
         for name, value in (
             ("max_turns", max_turns),
@@ -124,6 +129,9 @@ class EpisodeRecorder:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if on_episode_end is not None and not callable(on_episode_end):
+            raise ValueError(f"on_episode_end must be a callable or None, got {on_episode_end!r}")
+        self.on_episode_end = on_episode_end
         self.engine = engine
         self.env_id = env_id
         self.max_turns = max_turns
@@ -226,7 +234,7 @@ class EpisodeRecorder:
             trajectory.terminated = terminated
             trajectory.truncated = truncated and not terminated
             trajectory.truncation_reason = info.get("truncation_reason")
-            episode.done = True
+            self._finish(episode)
             return
         if episode.tokens:
             assert self.delta is not None
@@ -249,15 +257,20 @@ class EpisodeRecorder:
         trajectory.turn_env_ids = None
         trajectory.turn_logprobs = None
 
-    @staticmethod
-    def _end(episode: Episode, *, truncation_reason: str, error: str | None = None) -> None:
+    def _end(self, episode: Episode, *, truncation_reason: str, error: str | None = None) -> None:
+        """End ``episode`` truncated by the collector (its turn, token or engine limits)."""
         trajectory = episode.trajectory
         trajectory.truncated = True
         trajectory.truncation_reason = truncation_reason
         trajectory.error = error
         if trajectory.turn_env_ids:
             trajectory.turn_env_ids[-1] = []
+        self._finish(episode)
+
+    def _finish(self, episode: Episode) -> None:
         episode.done = True
+        if self.on_episode_end is not None:
+            self.on_episode_end(episode.trajectory)
 
 
 class RolloutCollector(EpisodeRecorder):
@@ -272,6 +285,8 @@ class RolloutCollector(EpisodeRecorder):
         max_turns: the collector's turn limit (``None``: the env's own).
         max_new_tokens: generation budget of one turn.
         max_total_tokens: token budget of one episode, prompt included (``None``: none).
+        on_episode_end: called with each finished record as its episode ends (see
+            :class:`EpisodeRecorder`).
     """
 
     def __init__(
@@ -283,6 +298,7 @@ class RolloutCollector(EpisodeRecorder):
         max_turns: int | None = None,
         max_new_tokens: int = 256,
         max_total_tokens: int | None = None,
+        on_episode_end: Callable[[Trajectory], None] | None = None,
     ) -> None:
         if getattr(vector_env, "autoreset_mode", None) is not AutoresetMode.DISABLED:
             raise ValueError(
@@ -296,6 +312,7 @@ class RolloutCollector(EpisodeRecorder):
             max_turns=max_turns,
             max_new_tokens=max_new_tokens,
             max_total_tokens=max_total_tokens,
+            on_episode_end=on_episode_end,
         )
         self.vector_env = vector_env
 

@@ -274,7 +274,7 @@ def test_http_async__retries_errors_and_token_downgrade(tmp_path):
             return [fail(500)]
         if key == "flaky":
             return [fail(503), ok("recovered")]
-        return [ok(f"reply to {key}", delay=0.05)]
+        return [ok(f"reply to {key}", delay=0.3)]  # long enough to overlap under load
 
     from agent_envs.adapters.engines.openai_http import OpenAIEngine
 
@@ -430,3 +430,16 @@ def test_vllm_async__missing_vllm_raises_dependency_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", None)
     with pytest.raises(DependencyNotInstalled, match="vllm"):
         VLLMAsyncEngine("some-model")
+
+
+def test_async__on_episode_end_fires_as_each_episode_ends():
+    make = lambda: __import__("gymnasium").make("grl/Sokoban-v0").unwrapped  # noqa: E731
+    slow_board = make().reset(seed=1)[0]
+    ended: list[int] = []
+    engine = SleepyEngine(delay=lambda request: 0.2 if _first_board(request) == slow_board else 0)
+    collector = AsyncRolloutCollector(
+        make, engine, max_concurrency=4, on_episode_end=lambda t: ended.append(t.seed)
+    )
+    trajectories = _run(collector.collect([1, 2]))
+    assert ended == [2, 1]  # in the order they ended, not seed order
+    assert [t.seed for t in trajectories] == [1, 2]

@@ -206,3 +206,39 @@ def test_rollout__template_that_rerenders_history_is_refused(tokenizer):
     )
     with pytest.raises(ValueError, match="re-renders earlier messages"):
         ChatDelta(moving)
+
+
+def test_rollout__on_episode_end_sees_each_record_once_as_it_ends():
+    ended: list[tuple[int, int, int]] = []  # (seed, turns, generate calls so far)
+    live_per_call: list[int] = []
+
+    class CountingEngine:
+        """The oracle, except seed 2's episode fails its first turn with an engine error."""
+
+        name, tokenizer, needs_env = "counting", None, True
+
+        def __init__(self):
+            self.oracle = oracle_engine()
+
+        def generate(self, requests):
+            live_per_call.append(len(requests))
+            generations = self.oracle.generate(requests)
+            if len(live_per_call) == 1:  # the first call: requests in seed order
+                generations[1] = Generation("", finish_reason="error", error="boom")
+            return generations
+
+    vec = gymnasium.make_vec("grl/Sokoban-v0", num_envs=3, autoreset_mode="disabled")
+    collector = RolloutCollector(
+        vec,
+        CountingEngine(),
+        max_turns=2,
+        on_episode_end=lambda t: ended.append((t.seed, t.num_turns, len(live_per_call))),
+    )
+    trajectories = collector.collect([1, 2, 3])
+    assert sorted(seed for seed, *_ in ended) == [1, 2, 3]  # each once
+    by_seed = {seed: (turns, calls) for seed, turns, calls in ended}
+    assert by_seed[2] == (0, 1)  # the error ends it during the first call, not at the end
+    for trajectory in trajectories:  # the hook saw the finished record itself
+        assert by_seed[trajectory.seed][0] == trajectory.num_turns
+    with pytest.raises(ValueError, match="on_episode_end"):
+        RolloutCollector(vec, oracle_engine(), on_episode_end="print")
