@@ -174,14 +174,17 @@ def expand(page: str) -> None:
 # ---- results -------------------------------------------------------------------------------
 
 
-def _cell(stat: dict) -> str:
-    if stat.get("se") is None:
+def success_cell(stat: dict) -> str:
+    """A success rate and its 95% Wilson interval, as the run's summary holds them (older
+    summaries without the interval: the rate alone)."""
+    if stat.get("low") is None:
         return f"{stat['mean']:.2f}"
-    return f"{stat['mean']:.2f} ± {stat['se']:.2f}"
+    return f"{stat['mean']:.2f} [{stat['low']:.2f}, {stat['high']:.2f}]"
 
 
 def summary_table(summary: dict) -> str:
-    """Success and return (mean ± standard error) of every agent on every env of a run."""
+    """Success (with its Wilson interval) and mean return of every agent on every env of a
+    run."""
     per_env = summary["per_env"]
     agents = sorted({agent for results in per_env.values() for agent in results},
                     key=lambda a: (a not in ("random", "oracle"), a))  # fmt: skip
@@ -193,7 +196,12 @@ def summary_table(summary: dict) -> str:
         cells = []
         for agent in agents:
             result = per_env[env_id].get(agent)
-            cells += [_cell(result[column]) if result else "" for column in columns]
+            if result is None:
+                cells += [""] * len(columns)
+                continue
+            cells.append(success_cell(result["success"]))
+            if not wide:
+                cells.append(f"{result['return']['mean']:.2f}")
         n = max(r.get("n", len(r.get("seeds", []))) for r in per_env[env_id].values())
         rows.append(f"| `{env_id}` (n={n}) | " + " | ".join(cells) + " |")
     return "\n".join(rows)
@@ -215,7 +223,8 @@ def results() -> None:
         "(nothing here is typed by hand). Every run folder holds its episodes",
         "(`episodes.jsonl.gz`), `manifest.json`, `summary.json` and a report;",
         "`agent-envs leaderboard --validate FOLDER` replays every episode and recomputes",
-        "every number. Cells are mean ± standard error over the n published eval seeds.",
+        "every number. Cells are the success rate over the n published eval seeds with its",
+        "95% Wilson interval, and the mean return (on the env's own scale).",
         "",
     ]
     summaries = sorted(RESULTS.rglob("summary.json"))

@@ -177,7 +177,7 @@ class PageSession:
             return block.skip_reason
         venv = block.directives.get("python")
         if venv and not (ROOT / venv / "bin" / "python").exists():
-            return f"needs {venv} (make test-tunix builds it)"
+            return f"needs {venv} (make test builds it)"
         if block.directives.get("fixture") == "data" and not SHARED_DATA.is_dir():
             return f"the official data samples are not at {SHARED_DATA}"
         return None

@@ -67,3 +67,14 @@ def test_docs__every_page_of_the_nav_and_the_results_are_built(site):
         assert (site / page).is_file(), page
     assert "SokobanEnv" in _text(site / "reference" / "envs" / "index.html")
     assert "fonts.googleapis.com" not in (site / "index.html").read_text(encoding="utf-8")
+
+
+def test_docs__results_page_shows_each_runs_success_intervals(site):
+    import json
+
+    text = _text(site / "results" / "index.html")
+    summary = json.loads((ROOT / "benchmarks/results/leaderboard/summary.json").read_text())
+    for env_id, agents in summary["per_env"].items():
+        success = agents["random"]["success"]
+        cell = f"{success['mean']:.2f} [{success['low']:.2f}, {success['high']:.2f}]"
+        assert f"{env_id} (n={agents['random']['n']})" in text and cell in text, (env_id, cell)
