@@ -333,3 +333,24 @@ def test_cli__every_documented_command_line_parses():
         lists = {name: value for name, value in vars(args).items() if isinstance(value, list)}
         for name, items in lists.items():  # the items are words, never a comma list
             assert not any("," in str(item) for item in items), f"{module} --{name}: {items}"
+
+
+@pytest.mark.parametrize(("preset", "expected"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_cli__openmp_threads_sleep_unless_the_user_chose(monkeypatch, preset, expected):
+    if preset is None:
+        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    else:
+        monkeypatch.setenv("OMP_WAIT_POLICY", preset)
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    assert os.environ["OMP_WAIT_POLICY"] == expected
+
+
+def test_cli__omp_wait_benchmark_measures_both_policies(tmp_path):
+    from agent_envs.benchmarks import omp_wait
+
+    args = omp_wait.Args(repeats=1, threads=1, batch=1, prompt_tokens=4, new_tokens=2,
+                         train_tokens=8, output=str(tmp_path / "omp.md"))  # fmt: skip
+    report = omp_wait.main(args)
+    rows = [line for line in report.splitlines() if line.startswith(("| generate", "| train"))]
+    assert len(rows) == 2 and (tmp_path / "omp.md").read_text() == report
