@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-tunix bench lint clean browser tcmalloc bytecode wheel-check docs
+.PHONY: run test test-tunix test-frameworks bench lint clean browser tcmalloc bytecode wheel-check docs
 
 # Set-up uses uv (PyPI's `uv`, installed into the venv by pip) when it can be had, and pip
 # otherwise (INSTALLER=pip forces pip; a failed uv install falls back to pip). torch is pinned:
@@ -29,6 +29,14 @@ COMPILE = -m compileall -q -x '/(results|\.peers)/' $(SOURCES) || echo "compilea
 TUNIX_VENV ?= .venv-tunix
 TUNIX_STAMP := $(TUNIX_VENV)/.installed
 TUNIX_UV := $(TUNIX_VENV)/bin/uv pip install --quiet --compile-bytecode --python $(TUNIX_VENV)/bin/python
+
+# verifiers ([verifiers]) and SkyRL-gym ([skyrl]) get a venv of their own too: verifiers caps
+# openai<3 (.venv has 3.x) and pulls PyPI's `renderers` (why: .ci/frameworks.sh, which runs their
+# tests). Neither needs torch. uv when it can be had; verifiers' harness runs on uv as well.
+FRAMEWORKS_VENV ?= .venv-frameworks
+FRAMEWORKS_STAMP := $(FRAMEWORKS_VENV)/.installed
+FRAMEWORKS_UV := $(FRAMEWORKS_VENV)/bin/uv pip install --quiet --compile-bytecode \
+	--python $(FRAMEWORKS_VENV)/bin/python
 
 $(STAMP): pyproject.toml setup.cfg
 	rm -f $(STAMP)
@@ -55,12 +63,18 @@ bytecode:
 run: $(STAMP) bytecode  ## the main job: the leaderboard on built-in defaults
 	$(VENV)/bin/agent-envs leaderboard
 
-test: $(STAMP) bytecode browser tcmalloc $(TUNIX_STAMP)  ## the whole test suite (Tunix's tests in their own venv)
+# (the frameworks venv is built before the suite runs: the docs tests run blocks in it)
+test: $(STAMP) bytecode browser tcmalloc $(TUNIX_STAMP) $(FRAMEWORKS_STAMP)  ## the whole test suite (Tunix's, verifiers' and SkyRL-gym's tests in their own venvs)
 	$(PY) -m pytest -q
-	$(TUNIX_VENV)/bin/python -m pytest -q tests/adapters/test_tunix.py
+	$(MAKE) --no-print-directory test-tunix test-frameworks
 
+# Tunix's own tests, and the Tunix rows of the conformance suite and of the token checker
 test-tunix: $(TUNIX_STAMP) bytecode
-	$(TUNIX_VENV)/bin/python -m pytest -q tests/adapters/test_tunix.py
+	$(TUNIX_VENV)/bin/python -m pytest -q tests/adapters/test_tunix.py \
+		tests/adapters/test_conformance.py tests/adapters/test_token_records.py -k tunix
+
+test-frameworks: $(FRAMEWORKS_STAMP) bytecode
+	FRAMEWORKS_VENV=$(FRAMEWORKS_VENV) bash .ci/frameworks.sh
 
 # CI's packaging check (.ci/run, after `make test`): sdist and wheel built, the wheel's only
 # top-level name agent_envs, installed in a fresh venv beside PyPI's `adapters` and `renderers`,
@@ -79,6 +93,17 @@ $(TUNIX_STAMP): pyproject.toml setup.cfg
 	fi
 	$(TUNIX_VENV)/bin/python $(COMPILE)
 	touch $(TUNIX_STAMP)
+
+$(FRAMEWORKS_STAMP): pyproject.toml setup.cfg
+	rm -f $(FRAMEWORKS_STAMP)
+	$(PYTHON) -m venv $(FRAMEWORKS_VENV)
+	if [ "$(INSTALLER)" = uv ] && $(FRAMEWORKS_VENV)/bin/python -m pip install --quiet uv \
+		&& $(FRAMEWORKS_UV) -e ".[verifiers,skyrl]" pytest; then echo "installed with uv"; \
+	else \
+		$(FRAMEWORKS_VENV)/bin/python -m pip install --quiet uv -e ".[verifiers,skyrl]" pytest; \
+	fi
+	$(FRAMEWORKS_VENV)/bin/python $(COMPILE)
+	touch $(FRAMEWORKS_STAMP)
 
 # Headless Chromium (Debian's package) for the HTML replay screenshot test; best effort: without
 # it (no root, no apt) that one test skips.
@@ -107,4 +132,4 @@ lint: $(STAMP)
 	$(PY) -m ruff format --check .
 
 clean:
-	rm -rf $(VENV) $(TUNIX_VENV) runs .pytest_cache
+	rm -rf $(VENV) $(TUNIX_VENV) $(FRAMEWORKS_VENV) runs .pytest_cache

@@ -26,7 +26,8 @@ plugin's module is :data:`PLUGIN_MODULE` (``agent_envs_grl``), a two-line packag
         -n 3 -m MODEL --client.base-url http://127.0.0.1:8000/v1 --no-push
 
 In Python, :func:`load_environment` makes the id resolvable in the running process
-(:func:`register_plugin`) when that package is not installed.
+(:func:`register_plugin`, which says why it must put a module in ``sys.modules``) when that
+package is not installed.
 
 Replies reach the env exactly as the model wrote them (verifiers' ``Segment.last_reply``
 strips whitespace; the env reads the sampled assistant message instead). Importing this module
@@ -184,7 +185,20 @@ def _reply(segment: Any) -> str:
 
 def register_plugin() -> None:
     """Make :data:`PLUGIN_ID` resolvable in this process when :data:`PLUGIN_MODULE` is not
-    installed: a module of that name exporting :class:`GrlTaskset` and :class:`GrlEnv`."""
+    installed: a module of that name exporting :class:`GrlTaskset` and :class:`GrlEnv`, put in
+    ``sys.modules``, the import system's table of loaded modules.
+
+    Why not something cleaner: verifiers 0.4 resolves a taskset id only by importing a module
+    (``verifiers.v1.utils.loaders._import_plugin``: the id's last ``/`` part, ``-`` read as
+    ``_``, tried as ``verifiers.v1.tasksets.<name>`` and then as the top-level ``<name>``); it
+    reads no entry points, and a dotted id (``agent_envs.adapters.verifiers``) fails on the
+    first lookup, whose parent packages do not exist. ``vf.Env`` resolves its
+    ``config.taskset.id`` again when built, so a taskset object cannot be handed in instead.
+    The top-level module verifiers expects cannot ship in agent-envs' wheel (its one top-level
+    name is ``agent_envs``), and a ``sys.path`` entry for a written package is what STYLE.md
+    rules out. So: the installed plugin package (:func:`write_plugin_package`) for verifiers'
+    CLI and other processes, and this module for the running process. It is the same two
+    exports; an installed :data:`PLUGIN_MODULE` always wins."""
     if PLUGIN_MODULE in sys.modules or importlib.util.find_spec(PLUGIN_MODULE) is not None:
         return
     module = types.ModuleType(PLUGIN_MODULE, "agent-envs' grl/* ids as a verifiers taskset")

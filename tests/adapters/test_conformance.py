@@ -22,10 +22,8 @@ import contextlib
 import importlib.util
 import json
 import os
-import socket
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -710,9 +708,12 @@ class Resources:
         self.enter(mock.patch.dict(os.environ, variables))
 
     def serve(self, name: str, build: Callable[[], Any]) -> str:
-        """The URL of ``build()`` (an ASGI app) served by uvicorn on 127.0.0.1 (made once)."""
+        """The URL of ``build()`` (an ASGI app) served by uvicorn on 127.0.0.1 (made once),
+        with the env-server tests' ``serve`` (imported here: it needs the [server] extra)."""
         if name not in self.urls:
-            self.urls[name] = self.enter(_serve(build()))
+            from tests.adapters.server.conftest import serve
+
+            self.urls[name] = self.enter(serve(build()))
         return self.urls[name]
 
     def tokenizer(self) -> Any:
@@ -730,29 +731,6 @@ class Resources:
         if not ray.is_initialized():
             ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
             self.stack.callback(ray.shutdown)
-
-
-@contextlib.contextmanager
-def _serve(app: Any) -> Iterator[str]:
-    import uvicorn
-
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="error", ws_max_size=64 << 20))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the test server did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(30)
-        sock.close()
 
 
 @pytest.fixture(scope="module")

@@ -24,14 +24,15 @@ from agent_envs.adapters.nemo_gym import (  # noqa: E402
 
 import agent_envs  # noqa: E402, F401
 from agent_envs.core.policies import OraclePolicy  # noqa: E402
-from tests.adapters.test_conformance import _serve, responses_api_response  # noqa: E402
+from tests.adapters.server.conftest import serve  # noqa: E402
+from tests.adapters.test_conformance import responses_api_response  # noqa: E402
 
 ENV_ID = "grl/Sokoban-v0"
 
 
 @pytest.fixture(scope="module")
 def url():
-    with _serve(create_nemo_gym_app(max_sessions=4)) as address:
+    with serve(create_nemo_gym_app(max_sessions=4)) as address:
         yield address
 
 

@@ -1,6 +1,8 @@
 """SkyRL-gym: ``grl/*`` ids registered in SkyRL-gym's registry, made with ``skyrl_gym.make``
 and played by SkyRL's generator loop (``init(prompt)``, then ``step(reply)`` until ``done``,
-appending the observations to the chat). Runs where ``skyrl-gym`` is installed
+appending the observations to the chat). That loop (``SkyRLGymGenerator.agent_loop``) lives in
+SkyRL's trainer, ``skyrl-train`` / ``skyrl`` 0.4, which needs Python 3.12, so
+:func:`generator_loop` writes it out, minus the model. Runs where ``skyrl-gym`` is installed
 (``.venv-frameworks``, ``.ci/frameworks.sh``)."""
 
 from __future__ import annotations

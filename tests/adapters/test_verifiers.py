@@ -96,6 +96,17 @@ def test_verifiers__plugin_package_exports_exactly_the_taskset_and_the_env(tmp_p
 
 
 @needs_verifiers
+def test_verifiers__ids_resolve_only_as_top_level_modules(adapter):
+    """Why ``register_plugin`` puts a module in ``sys.modules``: verifiers resolves an id by
+    importing a top-level module, and a dotted id of ``agent_envs`` does not resolve. If this
+    fails, verifiers has learned another way, and ``register_plugin`` can go."""
+    from verifiers.v1.utils.loaders import taskset_class
+
+    with pytest.raises(ModuleNotFoundError):
+        taskset_class(adapter.__name__)
+
+
+@needs_verifiers
 def test_verifiers__vf_eval_plays_the_oracle_through_verifiers_own_loop(tmp_path, adapter):
     """``vf-eval agent-envs-grl ...``: verifiers' CLI loads the plugin package, plays every
     seed against the scripted server, and records the env's return, success and turns."""

@@ -1,6 +1,7 @@
 """Servers for the env-server tests: in this process (uvicorn in a thread, on a socket bound
 to 127.0.0.1 and a free port), or as a ``agent-envs serve`` process stopped by
-its pid."""
+its pid. :func:`serve` is the tests' one way to run an ASGI app: the conformance suite
+(``tests/adapters/test_conformance.py``) and the NeMo Gym tests import it from here."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ pytest.importorskip("websockets")
 
 @contextlib.contextmanager
 def serve(app: Any, port: int = 0) -> Iterator[str]:
-    """Serve ``app`` on 127.0.0.1 (``port=0``: a free one) for the ``with`` block."""
+    """Serve ``app`` on 127.0.0.1 (``port=0``: a free one) for the ``with`` block, under the
+    app's ``Limits`` (``app.state.limits``) or the defaults; yields its base URL."""
     import uvicorn
     from agent_envs.adapters.server.__main__ import bind_socket
     from agent_envs.adapters.server.limits import Limits, uvicorn_config
