@@ -131,8 +131,9 @@ def main(args: Args) -> str:
     lines += [
         "",
         "A ratio above 1 is time the spinning threads cost. It grows with the number of "
-        "runnable processes per core; with the machine to itself the two policies should be "
-        "within noise of each other (measure it there with this same command).",
+        "runnable processes per core. This run had the machine's load beside it; on an idle "
+        "machine the gap should close, which this run does not show (measure it there with the "
+        "same command).",
     ]
     return finish_report(lines, args.output)
 
