@@ -164,9 +164,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     """``agent-envs COMMAND [flags]`` (``argv``: the words after ``agent-envs``).
 
     Sets ``OMP_WAIT_POLICY=PASSIVE`` unless it is set: torch's OpenMP threads then sleep
-    rather than spin while they wait, which costs little on an idle machine and saves several
-    times the time on a shared one (generation 4.1x faster at load 3.5 on 2 cores:
-    ``agent-envs bench omp-wait``).
+    rather than spin while they wait, which saves several times the time on a shared machine
+    (generation 4.1x faster at load 3.5 on 2 cores: ``agent-envs bench omp-wait``).
     """
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before any command imports torch
     words = list(sys.argv[1:] if argv is None else argv)
