@@ -378,7 +378,12 @@ def run_load(
         )
         process.start()
         workers.append(process)
-    start.wait()
+    try:
+        start.wait()
+    except threading.BrokenBarrierError:  # a client process failed before the start: say why
+        failures = [out.get(timeout=60) for _ in workers]
+        reasons = sorted({r[5] for r in failures if len(r) > 5}) or ["(no reason reported)"]
+        raise RuntimeError(f"{system}: a client process failed to start: {reasons}") from None
     server_cpu = _cpu_seconds(server_pid)
     results = [out.get(timeout=1800) for _ in workers]
     server_cpu = _cpu_seconds(server_pid) - server_cpu

@@ -225,14 +225,20 @@ class RemoteEnv(gymnasium.Env):
         """One WebSocket round trip; `_SessionLost` when the server or the session is gone.
 
         websocket-client sends and receives on the calling thread (websockets' sync client
-        hands every message over from a reader thread: more CPU per step for the client)."""
+        hands every message over from a reader thread: more CPU per step for the client). So it
+        answers the server's pings only while it waits for a reply: a client idle for longer
+        than the server's ping interval and timeout finds its connection closed at its next
+        call, and reconnects to the same session, as after any dropped connection."""
         import websocket
 
         try:
             if self._ws is None:
                 self._ws = self._connect()
             self._ws.send_bytes(_encode(payload))  # a binary frame: UTF-8 JSON
-            reply = json.loads(self._ws.recv())
+            data = self._ws.recv()
+            if not data:  # a close frame: e.g. the server's ping went unanswered while idle
+                raise websocket.WebSocketConnectionClosedException("closed by the server")
+            reply = json.loads(data)
         except websocket.WebSocketTimeoutException as error:
             self._drop_ws()
             raise TimeoutError(
@@ -366,8 +372,12 @@ class RemoteEnv(gymnasium.Env):
         )
 
     def _resume(self) -> bool:
-        """Replay the episode on a new session; ``False`` if it does not reproduce."""
+        """Carry the episode on after a lost connection: on the same session when it is still
+        there as this client last saw it (WebSocket ``attach``), else replayed on a new session;
+        ``False`` if it does not reproduce."""
         episode = self._episode
+        if self._reattach(episode):
+            return True
         self._open()
         if episode is None:
             return True  # no episode yet: the step is refused as on a fresh env
@@ -382,6 +392,17 @@ class RemoteEnv(gymnasium.Env):
                 return False
         self.resumes += 1
         return True
+
+    def _reattach(self, episode: dict[str, Any] | None) -> bool:
+        """Attach a new WebSocket to the session, if it holds exactly the replies this client
+        saw answered (the step whose reply was lost was not played, so it can be sent again)."""
+        if self.transport != "ws" or episode is None or episode["done"]:
+            return False
+        try:
+            attached = self._message({"op": "attach", "session_id": self._session_id})
+        except (_SessionLost, ServerError):
+            return False
+        return attached.get("replies") == len(episode["replies"])
 
     def _marked(self) -> tuple[str, float, bool, bool, dict[str, Any]]:
         observation, info = self._last

@@ -3,8 +3,9 @@
 Messages (a text or binary frame of UTF-8 JSON), each answered by one reply:
 
 - ``{"op": "create", "env_id", "env_kwargs"}`` -> what ``POST /sessions`` returns;
-- ``{"op": "attach", "session_id"}`` -> ``{"session_id"}`` (one of your sessions, e.g. after
-  a reconnect);
+- ``{"op": "attach", "session_id"}`` -> ``{"session_id", "replies"}`` (one of your sessions,
+  e.g. after a reconnect; ``replies``: how many replies its current episode has taken, so a
+  client can tell whether a step whose reply it never got was played);
 - ``{"op": "reset", "seed", "options"}``, ``{"op": "step", "action"}`` -> the HTTP routes'
   bodies;
 - ``{"op": "close"}`` -> ``{"closed": session_id}``.
@@ -119,7 +120,7 @@ async def _reply(
         return service.describe(session)
     if op == "attach":
         current[0] = service.get(body.session_id, client)
-        return {"session_id": body.session_id}
+        return {"session_id": body.session_id, "replies": len(current[0].replies)}
     if current[0] is None:
         raise Refused("send 'create' or 'attach' first", status=409, kind="no_session")
     session = service.get(current[0].id, client)

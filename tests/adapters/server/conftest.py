@@ -20,16 +20,17 @@ pytest.importorskip("websockets")
 
 
 @contextlib.contextmanager
-def serve(app: Any, port: int = 0) -> Iterator[str]:
+def serve(app: Any, port: int = 0, **config: Any) -> Iterator[str]:
     """Serve ``app`` on 127.0.0.1 (``port=0``: a free one) for the ``with`` block, under the
-    app's ``Limits`` (``app.state.limits``) or the defaults; yields its base URL."""
+    app's ``Limits`` (``app.state.limits``) or the defaults (``config``: more
+    ``uvicorn.Config`` settings); yields its base URL."""
     import uvicorn
     from agent_envs.adapters.server.__main__ import bind_socket
     from agent_envs.adapters.server.limits import Limits, uvicorn_config
 
     sock = bind_socket("127.0.0.1", port)
     limits = getattr(app.state, "limits", Limits())
-    server = uvicorn.Server(uvicorn_config(app, limits, log_level="error"))
+    server = uvicorn.Server(uvicorn_config(app, limits, log_level="error", **config))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60

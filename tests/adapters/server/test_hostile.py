@@ -334,7 +334,7 @@ def test_hostile__a_silent_websocket_is_closed_after_ws_idle_timeout(url):
         assert closed.value.rcvd.code == 1001
         assert time.monotonic() - began < SMALL.ws_idle_seconds + 5
     with _ws(url, ALICE) as ws:  # the session waits for the client to come back
-        assert _ask(ws, {"op": "attach", "session_id": sid}) == {"session_id": sid}
+        assert _ask(ws, {"op": "attach", "session_id": sid}) == {"session_id": sid, "replies": 0}
 
 
 def test_hostile__a_slow_client_does_not_block_the_others(url, http):

@@ -83,6 +83,24 @@ def test_remote__episode_is_replayed_after_a_server_restart(transport):
         remote.close()
 
 
+def test_remote__a_websocket_closed_while_idle_carries_on_in_the_same_session():
+    """websocket-client answers pings only inside a call: a client idle past the server's
+    ping timeout (an agent's model thinking) finds its connection closed, and its next step
+    lands on the same session over a new connection."""
+    local = gymnasium.make("grl/Sokoban-v0")
+    local.reset(seed=5)
+    with serve(create_app(), ws_ping_interval=0.2, ws_ping_timeout=0.2) as url:
+        remote = RemoteEnv(url, "grl/Sokoban-v0", transport="ws")
+        remote.reset(seed=5)
+        session = remote.session_id
+        for reply in REPLIES:
+            time.sleep(1.0)  # past the ping interval and timeout: the server closes the socket
+            assert remote.step(reply) == local.step(reply)
+        assert remote.session_id == session
+        assert remote.messages() == local.unwrapped.messages()
+        remote.close()
+
+
 def test_remote__episode_that_does_not_replay_is_marked_server_restart():
     port = _restart_port()
     with serve(create_app(), port=port) as url:
