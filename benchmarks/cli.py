@@ -87,6 +87,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "agent_envs.benchmarks.collector_overhead",
         "what the rollout collector itself costs per env-turn",
     ),
+    "compute": (
+        "agent_envs.benchmarks.compute",
+        "collector tokens/s against raw model.generate; the loss pass's FLOP/s against peak",
+    ),
     "cpu-allocator": (
         "agent_envs.benchmarks.cpu_allocator",
         "CPU training under glibc's allocator against tcmalloc",
