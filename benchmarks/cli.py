@@ -95,6 +95,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "agent_envs.benchmarks.cpu_allocator",
         "CPU training under glibc's allocator against tcmalloc",
     ),
+    "forgeries": (
+        "agent_envs.benchmarks.forgeries",
+        "forged leaderboard runs against --validate: which check catches each",
+    ),
     "generation-copy": (
         "agent_envs.benchmarks.generation_copy",
         "CPU RL steps generating on the trained model against a bfloat16 copy",

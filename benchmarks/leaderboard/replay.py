@@ -19,8 +19,10 @@ An episode may end without the env ending it only the ways the rollout collector
 at the agent's turn cap (``settings.agents[].max_turns``; ``truncation_reason="max_turns"``)
 or when its engine failed (``error`` set; ``truncation_reason="error"``, the turns before the
 failure are checked). Numbers are compared within 1e-9 relative / 1e-12 absolute (JSON
-formatting of floats); everything else exactly. Token ids and logprobs are not replayed (they
-need the model) and do not enter any number of the report.
+formatting of floats); everything else exactly. Token ids and logprobs are not replayed here
+(they need the model; they enter no number of the report): who played an episode is
+`agent_envs.benchmarks.leaderboard.provenance`'s business (scripted agents re-played, model
+agents' tokens re-scored with their pinned checkpoint).
 """
 
 from __future__ import annotations

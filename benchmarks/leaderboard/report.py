@@ -492,9 +492,11 @@ def overview_chart(summary: Mapping[str, Any]) -> str | None:
             continue
         ys = [row + (index - (len(agents) - 1) / 2) * band for row, _ in points]
         means = [stat["mean"] for _, stat in points]
+        # an interval need not hold its point (the † ones average the envs' limits): a bar is
+        # drawn only on the sides where the interval extends beyond the point
         errors = [
-            [stat["mean"] - stat["low"] for _, stat in points],
-            [stat["high"] - stat["mean"] for _, stat in points],
+            [max(0.0, stat["mean"] - stat["low"]) for _, stat in points],
+            [max(0.0, stat["high"] - stat["mean"]) for _, stat in points],
         ]
         values += [stat["low"] for _, stat in points] + [stat["high"] for _, stat in points]
         hollow = caps.get(agent) is not None

