@@ -26,8 +26,21 @@ checkpoint)::
   ``smollm2-sft-luffy`` on the first ``eval_seeds`` published eval seeds of every env, greedy.
   Train seeds are drawn from ``[TRAIN_SEED_BASE, TRAIN_SEED_BASE + 2**30)`` and checked
   disjoint from every published eval seed the leaderboard can use.
+  Each model an RL stage kept (``--keep-steps N``: ``<stage>/model-stepN/``) plays too, as
+  ``<agent>-stepN`` (e.g. ``smollm2-sft-gigpo-step40``): no hand merges.
 - **curves**: success and return of the training episodes against the RL step, one line per
-  estimator, as PNG.
+  estimator, as PNG, and the eval's greedy success of each kept model against its step
+  (``curve_eval.png``).
+
+**Problems, not only seeds.** Every eval episode's problem (``TextEnv.problem_key()``) is
+checked against the problems the stages trained on (the SFT episodes' seeds and the RL prompts'
+seeds, recorded in each ``stage.json``): the report gives each trained row on all eval seeds
+and on the held-out problems, with paired intervals counted over problems
+(:mod:`agent_envs.benchmarks.leaderboard.problems`). Where a preset has too few problems for
+any to be held out (``grl/Blocksworld-v0``), ``--problem-split FRACTION`` trains only on the
+problems of a seeded part of the problem space and the eval reports the rest.
+``agent-envs train --summary`` writes the one-page summary of the committed runs
+(:data:`SUMMARY_RUNS`).
 
 Every stage writes ``<out>/<stage>/stage.json`` (settings, wall and CPU seconds, metrics) and
 ``<out>/<stage>/log.jsonl`` (TRL's log history). To train a finished RL stage further, delete
@@ -41,6 +54,7 @@ auto`` trains and plays on a GPU when torch sees one): a bigger ``--model``, ``-
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import math
@@ -64,19 +78,67 @@ from agent_envs.adapters.trl.stages import (
 from agent_envs.benchmarks.cli import parse
 
 __all__ = [
+    "FAMILIES",
     "RL_STAGES",
     "STAGES",
+    "SUMMARY_RUNS",
     "TRAIN_SEED_BASE",
     "Args",
     "StageClock",
     "agent_names",
+    "eval_curve_points",
     "main",
     "oracle_sft_rows",
+    "problem_lines",
+    "problem_split",
+    "problems_of",
+    "rl_seeds",
+    "stage_train_seeds",
+    "summary_rows",
     "train_seeds",
+    "trained_problems",
+    "write_summary",
 ]
 
 RL_STAGES = ("grpo", "gigpo", "luffy")
 STAGES = ("sft", *RL_STAGES, "eval", "curves")
+#: the issue's six families and the id each is trained on
+FAMILIES = {
+    "Sokoban": "grl/Sokoban-v0",
+    "Tetris": "grl/Tetris-4x4-cell-v0",
+    "Blocksworld": "grl/Blocksworld-v0",
+    "GSM8K": "grl/GSM8K-v0",
+    "BIRD": "grl/BIRD-v0",
+    "WebShop": "grl/WebShop-v0",
+}
+#: the committed run behind each family's summary row, paths relative to
+#: ``benchmarks/results/training``: its leaderboard ``folder``, the ``stages`` records of the
+#: models in the row (their training problems), the agent of each column (``None``: not in that
+#: run) and a ``note``; a family missing here has no run yet
+SUMMARY_RUNS: dict[str, dict[str, Any]] = {
+    "Sokoban": {
+        "folder": "leaderboard",
+        "stages": ["logs/sft/stage.json", "logs/gigpo/stage.json"],
+        "zero-shot": "smollm2",
+        "SFT": "smollm2-sft",
+        "RL": "smollm2-sft-gigpo",
+        "note": "1-epoch SFT, 20 RL steps; a 2-epoch SFT run is in progress "
+        "(`sokoban/sft-2epochs/`, no validating eval yet)",
+    },
+    "Blocksworld": {
+        "folder": "blocksworld/rerun300/leaderboard",
+        "stages": [
+            "blocksworld/rerun300/logs/sft/stage.json",
+            "blocksworld/rerun300/logs/gigpo-kl1-112/stage.json",
+        ],
+        "zero-shot": None,
+        "SFT": "smollm2-sft",
+        "RL": "smollm2-sft-gigpo-kl1-112",
+        "note": "zero-shot stopped at 0/25 (`blocksworld/training.md`); the preset has too "
+        "few problems for held-out ones without `--problem-split` (`blocksworld/training.md`, "
+        '"Counted over problems")',
+    },
+}
 #: train seeds start here; published eval seeds are 31-bit hashes, checked disjoint anyway
 TRAIN_SEED_BASE = 1_000_000_007
 
@@ -206,26 +268,65 @@ class Args:
     """put the zero-shot base model in the eval (on envs it cannot solve it plays every turn of
     every episode: the slowest agent by far)"""
     curves_out: Path = Path("benchmarks/results/training")
-    """where the learning-curve PNGs go"""
+    """where the learning-curve PNGs and ``training.md`` go"""
+    problem_split: float = 0.0
+    """train only on problems in a seeded part of each env's problem space of this fraction
+    (``agent_envs.benchmarks.leaderboard.problems.in_train_part``); the eval reports the
+    problems outside it as held out (0: no split; for presets with few problems, e.g.
+    ``grl/Blocksworld-v0``, where every eval problem is also a training problem)"""
+    problem_split_seed: int = 0
+    """which split ``--problem-split`` draws"""
+    summary: bool = False
+    """write ``benchmarks/results/training/summary.md`` and ``summary.png`` from the committed
+    run folders (:data:`SUMMARY_RUNS`) instead of running stages"""
     progress: bool = True
     """progress bars"""
 
 
 # --------------------------------------------------------------------------- seeds
-def train_seeds(env_id: str, count: int, *, stream: int = 0) -> list[int]:
+def problem_split(args: Args) -> tuple[float, int] | None:
+    """``(fraction, seed)`` of ``--problem-split``, ``None`` without one; a ``SystemExit``
+    naming the flag for a fraction outside (0, 1)."""
+    fraction = args.problem_split
+    if fraction == 0:
+        return None
+    if not 0 < fraction < 1:
+        raise SystemExit(
+            f"--problem-split: the fraction of problems trained on must be in (0, 1) "
+            f"(0: no split), got {fraction}"
+        )
+    return float(fraction), int(args.problem_split_seed)
+
+
+def train_seeds(
+    env_id: str, count: int, *, stream: int = 0, split: tuple[float, int] | None = None
+) -> list[int]:
     """``count`` train seeds of ``env_id`` (stream 0: SFT; 1+: RL), disjoint from the
-    leaderboard's published eval seeds (checked against the first 10,000 of them)."""
+    leaderboard's published eval seeds (checked against the first 10,000 of them); with a
+    ``split`` (:func:`problem_split`), only seeds whose problem is in its train part."""
     from agent_envs.benchmarks.leaderboard import eval_seeds
+    from agent_envs.benchmarks.leaderboard.problems import in_train_part, problem_keys
 
     rng = random.Random(f"{env_id}#train#{stream}")
     forbidden = set(eval_seeds(env_id, 10_000))
     seeds: list[int] = []
     seen: set[int] = set()
     while len(seeds) < count:
-        seed = TRAIN_SEED_BASE + rng.randrange(2**30)
-        if seed not in forbidden and seed not in seen:
-            seen.add(seed)
-            seeds.append(seed)
+        if split and len(seen) > 1000 * count:
+            raise SystemExit(
+                f"--problem-split {split[0]}: {len(seen)} seeds of {env_id} gave only "
+                f"{len(seeds)} of the {count} train seeds in its train part"
+            )
+        batch = []
+        while len(batch) < count - len(seeds):
+            seed = TRAIN_SEED_BASE + rng.randrange(2**30)
+            if seed not in forbidden and seed not in seen:
+                seen.add(seed)
+                batch.append(seed)
+        if split:
+            keys = problem_keys(env_id, batch)
+            batch = [seed for seed in batch if in_train_part(keys[seed], *split)]
+        seeds += batch
     return seeds
 
 
@@ -281,12 +382,15 @@ def _common_config(args: Args, stage: Stage) -> dict[str, Any]:
     )
 
 
-def oracle_sft_rows(env_id: str, episodes: int) -> tuple[list[dict[str, Any]], float]:
+def oracle_sft_rows(
+    env_id: str, episodes: int, split: tuple[float, int] | None = None
+) -> tuple[list[dict[str, Any]], float]:
     """``(rows, oracle success rate)``: prompt-completion SFT rows (one per turn) of the
-    oracle's episodes on the first ``episodes`` SFT train seeds of ``env_id``."""
+    oracle's episodes on the first ``episodes`` SFT train seeds of ``env_id`` (of the
+    ``split``'s train part, with one)."""
     from agent_envs.adapters.sft import collect_oracle_trajectories, sft_rows
 
-    trajectories = collect_oracle_trajectories(env_id, train_seeds(env_id, episodes))
+    trajectories = collect_oracle_trajectories(env_id, train_seeds(env_id, episodes, split=split))
     rows = [
         {"prompt": row["prompt"], "completion": row["completion"]}
         for row in sft_rows(trajectories, format="prompt_completion")
@@ -305,7 +409,9 @@ def run_sft(args: Args, stage: Stage) -> None:
     rows: list[dict[str, Any]] = []
     oracle_success = {}
     for env_id in args.envs:
-        env_rows, oracle_success[env_id] = oracle_sft_rows(env_id, args.sft_episodes)
+        env_rows, oracle_success[env_id] = oracle_sft_rows(
+            env_id, args.sft_episodes, problem_split(args)
+        )
         rows += env_rows
     random.Random(args.seed).shuffle(rows)
     dataset = datasets.Dataset.from_list(rows)
@@ -337,6 +443,10 @@ def run_sft(args: Args, stage: Stage) -> None:
         device=device_name(args.device),
         rows=len(rows),
         oracle_success=oracle_success,
+        train_seeds={
+            env_id: train_seeds(env_id, args.sft_episodes, split=problem_split(args))
+            for env_id in args.envs
+        },
         steps=trainer.state.global_step,
         first_loss=losses[0] if losses else None,
         last_loss=losses[-1] if losses else None,
@@ -366,20 +476,25 @@ def rollout_func_of(args: Args, estimator: str) -> Any:
     )
 
 
+def rl_seeds(args: Args, steps: int | None = None) -> list[tuple[str, int]]:
+    """``(env_id, seed)`` of the RL prompts of the first ``steps`` steps (default
+    ``--rl-steps``), ``rl_prompts`` a step in order, envs interleaved so every step sees each
+    env (of the ``--problem-split`` train part, with one)."""
+    needed = (args.rl_steps if steps is None else steps) * args.rl_prompts
+    per_env = -(-needed // len(args.envs))
+    split = problem_split(args)
+    seeds = {env_id: train_seeds(env_id, per_env, stream=1, split=split) for env_id in args.envs}
+    pairs = [(env_id, seeds[env_id][index]) for index in range(per_env) for env_id in args.envs]
+    return pairs[:needed]
+
+
 def _rl_dataset(args: Args) -> Any:
-    """``rl_steps * rl_prompts`` episode keys, envs interleaved so every step sees each env."""
+    """The RL prompts (:func:`rl_seeds`) as episode keys."""
     import datasets
     from agent_envs.adapters.trl import episode_key
 
-    needed = args.rl_steps * args.rl_prompts
-    per_env = -(-needed // len(args.envs))
-    seeds = {env_id: train_seeds(env_id, per_env, stream=1) for env_id in args.envs}
-    keys = [
-        episode_key(env_id, seeds[env_id][index])
-        for index in range(per_env)
-        for env_id in args.envs
-    ]
-    return datasets.Dataset.from_list([{"prompt": key} for key in keys[:needed]])
+    keys = [episode_key(env_id, seed) for env_id, seed in rl_seeds(args)]
+    return datasets.Dataset.from_list([{"prompt": key} for key in keys])
 
 
 def rl_batch(args: Args) -> tuple[int, int]:
@@ -461,10 +576,14 @@ def run_rl(args: Args, stage: Stage, sft: Stage) -> None:
     trainer.train(resume_from_checkpoint=checkpoint)
     save_merged(trainer.model, tokenizer, stage.model_dir)
     stage.write_log(trainer.state.log_history)
+    played: dict[str, list[int]] = {env_id: [] for env_id in args.envs}
+    for env_id, seed in rl_seeds(args, trainer.state.global_step):
+        played[env_id].append(seed)
     stage.finish(
         clock,
         device=device_name(args.device),
         steps=trainer.state.global_step,
+        train_seeds=played,
         settings=_settings(args),
     )
 
@@ -482,6 +601,8 @@ def run_eval(args: Args) -> dict[str, Any]:
         stage = Stage(args.out, stage_name)
         if stage.model_dir.exists():
             agents.append(f"{names[stage_name]}=hf:{stage.model_dir}")
+        for step, folder in stage.kept_models().items():
+            agents.append(f"{names[stage_name]}-step{step}=hf:{folder}")
     run = leaderboard.Args(
         preset="grl",  # model agents play the env's own turn budget
         envs=list(args.envs),
@@ -530,14 +651,61 @@ def run_curves(args: Args) -> list[Path]:
         axis.set_xlabel("RL step")
         axis.set_ylabel(label)
         axis.set_title(f"{', '.join(args.envs)}: {metric} (moving average of 5 steps)")
-        axis.legend(fontsize="small")
+        if series:
+            axis.legend(fontsize="small")
         axis.grid(alpha=0.3)
         figure.tight_layout()
         path = args.curves_out / f"curve_{metric}.png"
         figure.savefig(path)
         plt.close(figure)
         written.append(path)
+    eval_curve = eval_curve_points(args)
+    if eval_curve:
+        figure, axis = plt.subplots(figsize=(6, 3.6), dpi=120)
+        for (env_id, name), points in eval_curve.items():
+            steps = [point[0] for point in points]
+            axis.plot(steps, [point[1] for point in points], marker="o", label=f"{name} ({env_id})")
+            axis.fill_between(steps, [p[2] for p in points], [p[3] for p in points], alpha=0.15)
+        axis.set_xlabel("RL step (0: the SFT model)")
+        axis.set_ylabel("greedy eval success (Wilson 95%)")
+        axis.set_title(f"eval of the kept models, {args.eval_seeds} eval seeds per env")
+        axis.legend(fontsize="small")
+        axis.grid(alpha=0.3)
+        figure.tight_layout()
+        path = args.curves_out / "curve_eval.png"
+        figure.savefig(path)
+        plt.close(figure)
+        written.append(path)
     return written
+
+
+def eval_curve_points(args: Args) -> dict[tuple[str, str], list[tuple[int, float, float, float]]]:
+    """``(env_id, stage) -> [(step, success, Wilson low, high)]`` from the eval's summary: the
+    SFT model at step 0, each model the stage kept, and its final model at its last step; only
+    for stages with kept models."""
+    summary_path = args.eval_out / "summary.json"
+    if not summary_path.exists():
+        return {}
+    per_env = json.loads(summary_path.read_text(encoding="utf-8"))["per_env"]
+    names = agent_names(args)
+    curves = {}
+    for name in RL_STAGES:
+        stage = Stage(args.out, name)
+        kept = stage.kept_models()
+        if not kept:
+            continue
+        agents = {0: names["sft"], **{step: f"{names[name]}-step{step}" for step in kept}}
+        if stage.done:
+            agents[stage.record()["steps"]] = names[name]
+        for env_id, rows in per_env.items():
+            points = [
+                (step, rows[agent]["success"]["mean"], rows[agent]["success"]["low"],
+                 rows[agent]["success"]["high"])
+                for step, agent in sorted(agents.items()) if agent in rows
+            ]  # fmt: skip
+            if points:
+                curves[env_id, name] = points
+    return curves
 
 
 def write_report(args: Args) -> Path:
@@ -603,10 +771,298 @@ def write_report(args: Args) -> Path:
                     f"{f'`{against}`' if delta else ''} |"
                 )
             lines.append("")
+        lines += problem_lines(args)
     path = args.curves_out / "training.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
     return path
+
+
+def stage_train_seeds(record: dict[str, Any]) -> dict[str, list[int]]:
+    """``env_id -> seeds`` a finished stage trained on, from its ``stage.json`` record: the
+    ``train_seeds`` it records, or (records from before they did) the seeds its recorded
+    settings draw (SFT: ``sft_episodes`` per env; RL: the prompts of the steps it reached)."""
+    if "train_seeds" in record:
+        return record["train_seeds"]
+    settings = record["settings"]
+    args = Args(
+        envs=list(ast.literal_eval(settings["envs"])),
+        sft_episodes=int(settings["sft_episodes"]),
+        rl_prompts=int(settings["rl_prompts"]),
+        problem_split=float(settings.get("problem_split", 0.0)),
+        problem_split_seed=int(settings.get("problem_split_seed", 0)),
+    )
+    if record["stage"] == "sft":
+        split = problem_split(args)
+        return {e: train_seeds(e, args.sft_episodes, split=split) for e in args.envs}
+    seeds: dict[str, list[int]] = {env_id: [] for env_id in args.envs}
+    for env_id, seed in rl_seeds(args, record["steps"]):
+        seeds[env_id].append(seed)
+    return seeds
+
+
+def problems_of(records: Sequence[dict[str, Any]]) -> dict[str, set[str]]:
+    """``env_id -> problem keys`` the stages of ``records`` trained on."""
+    from agent_envs.benchmarks.leaderboard.problems import problem_keys
+
+    seeds: dict[str, set[int]] = {}
+    for record in records:
+        for env_id, played in stage_train_seeds(record).items():
+            seeds.setdefault(env_id, set()).update(played)
+    return {env_id: set(problem_keys(env_id, sorted(s)).values()) for env_id, s in seeds.items()}
+
+
+def trained_problems(args: Args) -> dict[str, set[str]]:
+    """``env_id -> problem keys`` every finished stage of the run trained on."""
+    stages = [Stage(args.out, name) for name in ("sft", *RL_STAGES)]
+    trained = problems_of([stage.record() for stage in stages if stage.done])
+    return {env_id: trained.get(env_id, set()) for env_id in args.envs}
+
+
+def _against(agent: str, names: dict[str, str]) -> str | None:
+    """The row a trained agent is paired with: SFT against zero-shot, RL (and its kept
+    models) against SFT."""
+    if agent == names["sft"]:
+        return names["base"]
+    if any(agent == names[n] or agent.startswith(f"{names[n]}-step") for n in RL_STAGES):
+        return names["sft"]
+    return None
+
+
+def _delta(d: dict[str, Any] | None) -> str:
+    return "" if d is None else f"{d['mean']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]"
+
+
+def problem_lines(args: Args) -> list[str]:
+    """The report's "Problems" section: each trained row on all eval seeds and on the eval
+    problems no stage trained on (outside the ``--problem-split`` train part, with one), paired
+    with the row it is measured against, intervals over seeds and over problems."""
+    from agent_envs.benchmarks.leaderboard.problems import (
+        compare,
+        in_train_part,
+        run_problem_keys,
+        run_successes,
+    )
+
+    if not (args.eval_out / "manifest.json").exists():
+        return []
+    names, split = agent_names(args), problem_split(args)
+    successes, trained = run_successes(args.eval_out), trained_problems(args)
+    lines = [
+        "## Problems",
+        "",
+        "Each eval episode's problem (`TextEnv.problem_key()`: start state and goal) against "
+        "the problems the stages trained on (SFT episodes' and RL prompts' seeds). Δ over "
+        "seeds: Newcombe's paired interval, each seed counted once; over problems: a cluster "
+        "bootstrap that resamples distinct problems (5,000 replicates, seeded; "
+        "`agent_envs.benchmarks.leaderboard.problems`), since seeds that repeat a problem "
+        "repeat a greedy outcome.",
+        "",
+    ]
+    for env_id in args.envs:
+        keys = run_problem_keys(args.eval_out, env_id)
+        held = [
+            seed
+            for seed, key in keys.items()
+            if key not in trained[env_id] and not (split and in_train_part(key, *split))
+        ]
+        problems = set(keys.values())
+        held_problems = {keys[seed] for seed in held}
+        how = (
+            f", outside the train part of `--problem-split {split[0]}` (seed {split[1]})"
+            if split
+            else ""
+        )
+        lines += [
+            f"### {env_id}: held-out problems",
+            "",
+            f"{len(keys)} eval seeds deal {len(problems)} distinct problems; "
+            f"{len(problems & trained[env_id])} of them were trained on, "
+            f"{len(held_problems)} are held out ({len(held)} seeds{how}).",
+            "",
+        ]
+        if not held:
+            lines += [
+                "No eval problem is held out: every result below is on trained problems. "
+                "Rerun with `--problem-split FRACTION` to hold problems out.",
+                "",
+            ]
+        lines += [
+            "| agent | success, all seeds | success, held out | Δ all, over seeds "
+            "| Δ all, over problems | Δ held out, over problems | against |",
+            "|---|---:|---:|---:|---:|---:|---|",
+        ]
+        for (agent, env), played in successes.items():
+            against = _against(agent, names)
+            if env != env_id or against is None:
+                continue
+            rate = sum(played.values()) / len(played)
+            mine = [seed for seed in held if seed in played]
+            held_rate = (
+                f"{sum(played[s] for s in mine) / len(mine):.3f} "
+                f"(n={len(mine)}, {len({keys[s] for s in mine})} problems)"
+                if mine
+                else ""
+            )
+            other = successes.get((against, env_id))
+            both = [seed for seed in keys if other and seed in played and seed in other]
+            every = compare(other, played, keys, both) if both else None
+            held_both = [seed for seed in both if seed in set(held)]
+            held_pair = compare(other, played, keys, held_both) if held_both else None
+            lines.append(
+                f"| `{agent}` | {rate:.3f} (n={len(played)}) | {held_rate} | "
+                f"{_delta(every and every['seeds'])} | {_delta(every and every['problems'])} | "
+                f"{_delta(held_pair and held_pair['problems'])} | "
+                f"{f'`{against}`' if every else ''} |"
+            )
+        lines.append("")
+    return lines
+
+
+SUMMARY_COLUMNS = ("random", "zero-shot", "SFT", "RL")
+
+
+def summary_rows(root: Path) -> dict[str, dict[str, Any] | None]:
+    """``family -> row`` of the summary page from the committed runs under ``root``
+    (:data:`SUMMARY_RUNS`; ``None``: no run yet): per column the agent, its success with the
+    Wilson interval and its random-normalized score, from the run's ``summary.json``; ``Δ``
+    SFT − zero-shot and RL − SFT, paired (Newcombe), where both played, and the same Δ with
+    its interval counted over problems (``"problems"``: a cluster bootstrap, from the run's
+    episodes, when they are committed)."""
+    from agent_envs.benchmarks.leaderboard.problems import (
+        compare,
+        run_problem_keys,
+        run_successes,
+    )
+
+    rows: dict[str, dict[str, Any] | None] = {}
+    for family, env_id in FAMILIES.items():
+        run = SUMMARY_RUNS.get(family)
+        if run is None or not (root / run["folder"] / "summary.json").exists():
+            rows[family] = None
+            continue
+        summary = json.loads((root / run["folder"] / "summary.json").read_text(encoding="utf-8"))
+        per_env = summary["per_env"][env_id]
+        agents = {column: run.get(column, column) for column in SUMMARY_COLUMNS}
+        cells = {
+            column: {"agent": agent, "n": per_env[agent]["n"], **per_env[agent]["success"],
+                     "normalized": per_env[agent].get("normalized")}
+            for column, agent in agents.items() if agent in per_env
+        }  # fmt: skip
+        pairs = {(pair["a"], pair["b"]): pair for pair in summary["paired"]}
+        folder = root / run["folder"]
+        episodes = any((folder / name).exists() for name in ("episodes.jsonl.gz", "episodes.jsonl"))
+        successes = run_successes(folder) if episodes else {}
+        keys = run_problem_keys(folder, env_id) if episodes else {}
+        deltas = {}
+        for column, against in (("SFT", "zero-shot"), ("RL", "SFT")):
+            pair = pairs.get((agents[against], agents[column]))
+            if pair and env_id in pair["per_env"]:
+                deltas[column] = {**pair["per_env"][env_id]["success"], "against": against}
+                a = successes.get((agents[against], env_id), {})
+                b = successes.get((agents[column], env_id), {})
+                both = [seed for seed in keys if seed in a and seed in b]
+                if both:
+                    deltas[column]["problems"] = compare(a, b, keys, both)["problems"]
+        records = [json.loads((root / path).read_text(encoding="utf-8")) for path in run["stages"]]
+        trained = problems_of(records).get(env_id, set())
+        dealt = set(keys.values())
+        rows[family] = {"env_id": env_id, "folder": run["folder"], "note": run.get("note", ""),
+                        "cells": cells, "deltas": deltas,
+                        "problems": len(dealt) if keys else None,
+                        "trained_on": len(dealt & trained) if keys else None}  # fmt: skip
+    return rows
+
+
+def write_summary(
+    root: Path = Path("benchmarks/results/training"), out: Path | None = None
+) -> list[Path]:
+    """``<out>/summary.md`` (family x random / zero-shot / SFT / RL: success with Wilson 95%
+    intervals, paired Δ) and ``<out>/summary.png`` (random-normalized scores; ``out``
+    defaults to ``root``), from the committed runs under ``root`` (:func:`summary_rows`);
+    families without a run say so."""
+    out = root if out is None else out
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = summary_rows(root)
+    lines = [
+        "# Training results: every family",
+        "",
+        "Written by `agent-envs train --summary` from the committed leaderboard run folders "
+        "named in each row (each `--validate`s by replay). Success: greedy, on that run's eval "
+        "seeds, with its Wilson 95% interval; Δ: paired on the seeds both played (Newcombe's "
+        "95% interval), SFT against zero-shot, RL against SFT. Intervals count seeds; where "
+        'seeds repeat problems the columns "over problems" count them over distinct problems '
+        '(a cluster bootstrap, `agent_envs.benchmarks.leaderboard.problems`). "Eval problems '
+        "trained on\": of the distinct problems the eval seeds deal, those the run's SFT and RL "
+        "stages (the `stage.json` records each row names in `SUMMARY_RUNS`) trained on.",
+        "",
+        "| family | id | n | eval problems trained on | random | zero-shot | SFT | RL | Δ SFT "
+        "| Δ RL | Δ SFT, over problems | Δ RL, over problems | run |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for family, row in rows.items():
+        if row is None:
+            lines.append(f"| {family} | `{FAMILIES[family]}` | | | not run yet |{' |' * 8}")
+            continue
+        cells = row["cells"]
+        shown = []
+        for column in SUMMARY_COLUMNS:
+            cell = cells.get(column)
+            shown.append(
+                f"{cell['mean']:.2f} [{cell['low']:.2f}, {cell['high']:.2f}] (`{cell['agent']}`)"
+                if cell
+                else "not run"
+            )
+        deltas = [_delta(row["deltas"].get(column)) or "—" for column in ("SFT", "RL")]
+        for column in ("SFT", "RL"):
+            clustered = row["deltas"].get(column, {}).get("problems")
+            deltas.append(
+                f"{_delta(clustered)} ({clustered['problems']} problems)" if clustered else "—"
+            )
+        seeds = "/".join(str(n) for n in sorted({cell["n"] for cell in cells.values()}))
+        trained = "" if row["problems"] is None else f"{row['trained_on']} of {row['problems']}"
+        lines.append(
+            f"| {family} | `{row['env_id']}` | {seeds} | {trained} | {' | '.join(shown)} | "
+            f"{' | '.join(deltas)} | `{row['folder']}` |"
+        )
+    notes = [f"- {family}: {row['note']}" for family, row in rows.items() if row and row["note"]]
+    lines += ["", "Notes:", "", *notes, "", "![random-normalized scores](summary.png)", ""]
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "summary.md"
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+    figure, axis = plt.subplots(figsize=(7, 3.6), dpi=120)
+    families = list(rows)
+    width = 0.8 / len(SUMMARY_COLUMNS)
+    for index, column in enumerate(SUMMARY_COLUMNS):
+        xs, ys, errors = [], [], [[], []]
+        for position, family in enumerate(families):
+            cell = (rows[family] or {}).get("cells", {}).get(column)
+            if cell and cell["normalized"]:
+                score = cell["normalized"]
+                xs.append(position + (index - 1.5) * width)
+                ys.append(score["mean"])
+                errors[0].append(score["mean"] - score["low"])
+                errors[1].append(score["high"] - score["mean"])
+        axis.bar(xs, ys, width, yerr=errors, capsize=2, label=column)
+    axis.set_xticks(range(len(families)), [
+        family if rows[family] else f"{family}\n(not run yet)" for family in families
+    ])  # fmt: skip
+    axis.axhline(0, color="black", linewidth=0.8)
+    axis.axhline(1, color="gray", linewidth=0.8, linestyle="--")
+    axis.set_ylabel("random-normalized success\n(0 random, 1 oracle)")
+    axis.set_title("Greedy success per family, Wilson 95% intervals")
+    axis.set_ylim(top=1.2)
+    axis.legend(fontsize="small", ncols=4, loc="upper left")
+    figure.tight_layout()
+    figure_path = out / "summary.png"
+    figure.savefig(figure_path)
+    plt.close(figure)
+    return [path, figure_path]
 
 
 def _smooth(values: Sequence[float], width: int = 5) -> list[float]:
@@ -623,7 +1079,12 @@ def _settings(args: Args) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- main
 def main(args: Args) -> None:
-    """Run the requested stages in pipeline order, skipping finished ones."""
+    """Run the requested stages in pipeline order, skipping finished ones (``--summary``:
+    write the summary page instead)."""
+    if args.summary:
+        print(*write_summary(), sep="\n")
+        return
+    problem_split(args)
     for stage in args.stages:
         if stage not in STAGES:
             raise SystemExit(f"--stages: unknown stage {stage!r}; choose from {STAGES}")

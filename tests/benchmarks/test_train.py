@@ -212,7 +212,9 @@ def test_train__agent_names_are_the_issue_names():
 @pytest.mark.slow
 def test_train__pipeline_on_a_tiny_model_resumes_and_validates(tmp_path):
     """SFT, one GRPO and one LUFFY step, the leaderboard eval and the curves, on a tiny random
-    Qwen2; a second run finds every stage done and plays nothing again."""
+    Qwen2; a second run finds every stage done and plays nothing again. The step-1 models each
+    RL stage keeps play in the eval as their own agents, and the report checks every eval
+    problem against the recorded training seeds."""
     from agent_envs.benchmarks import leaderboard
 
     from tests.adapters.conftest import build_model, build_tokenizer
@@ -233,6 +235,7 @@ def test_train__pipeline_on_a_tiny_model_resumes_and_validates(tmp_path):
         rl_steps=1,
         rl_prompts=1,
         num_generations=2,
+        keep_steps=[1],
         max_new_tokens=8,
         max_total_tokens=600,
         eval_seeds=2,
@@ -253,10 +256,22 @@ def test_train__pipeline_on_a_tiny_model_resumes_and_validates(tmp_path):
     assert '"off_policy/fraction": 0.5' in luffy_log  # one oracle row in each group of 2
     summary = json.loads((args.eval_out / "summary.json").read_text())
     agents = set(summary["per_env"]["grl/Sokoban-v0"])
-    assert agents == {"random", "oracle", "base", "base-sft", "base-sft-grpo", "base-sft-luffy"}
+    assert agents == {"random", "oracle", "base", "base-sft", "base-sft-grpo", "base-sft-luffy",
+                      "base-sft-grpo-step1", "base-sft-luffy-step1"}  # fmt: skip
+    sft_record = json.loads((args.out / "sft" / "stage.json").read_text())
+    assert sft_record["train_seeds"] == {"grl/Sokoban-v0": train.train_seeds("grl/Sokoban-v0", 4)}
+    grpo_record = json.loads((args.out / "grpo" / "stage.json").read_text())
+    assert grpo_record["train_seeds"] == {"grl/Sokoban-v0": train.train_seeds(
+        "grl/Sokoban-v0", 1, stream=1)}  # fmt: skip
     assert leaderboard.validate(args.eval_out) == []
     assert (args.curves_out / "curve_success.png").stat().st_size > 1_000
+    assert (args.curves_out / "curve_eval.png").stat().st_size > 1_000
     report = (args.curves_out / "training.md").read_text()
+    assert "### grl/Sokoban-v0: held-out problems" in report
+    assert "2 eval seeds deal 2 distinct problems; 0 of them were trained on, 2 are held out" in (
+        report
+    )
+    assert "| `base-sft-grpo-step1` |" in report.split("held-out problems")[1]
     allocator = "" if loaded_allocator() == "system" else f", {loaded_allocator()}"
     assert (
         f"| grpo | `base-sft-grpo` | {train.device_name(args.device)}{allocator} |" in report

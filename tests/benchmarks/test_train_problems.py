@@ -1,0 +1,235 @@
+"""Problems, not seeds, in agent_envs.benchmarks.train: the problem split, the held-out report,
+intervals counted over problems, kept models in the eval, the summary page, and the committed
+Blocksworld result recomputed over problems."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from agent_envs.benchmarks import train
+from agent_envs.benchmarks.leaderboard import eval_seeds, problems
+
+ROOT = Path(__file__).resolve().parents[2]
+TRAINING = ROOT / "benchmarks" / "results" / "training"
+BLOCKSWORLD = "grl/Blocksworld-v0"
+
+
+def test_paired_by_problem__one_seed_a_problem_is_the_seed_bootstrap():
+    a = [0, 1, 1, 0, 1, 0, 0, 1, 1, 1]
+    b = [1, 1, 1, 1, 0, 1, 0, 1, 1, 1]
+    result = problems.paired_by_problem(a, b, [f"p{i}" for i in range(10)], reps=2_000, seed=3)
+    differences = np.array(b) - np.array(a)
+    draws = np.random.RandomState(3).randint(0, 10, size=(2_000, 10))
+    low, high = np.percentile(differences[draws].mean(axis=1), [2.5, 97.5])
+    assert result["problems"] == 10 and result["mean"] == pytest.approx(0.2)
+    assert (result["low"], result["high"]) == pytest.approx((low, high))
+
+
+def test_paired_by_problem__repeating_seeds_of_a_problem_adds_no_evidence():
+    """Every problem dealt 5 times: the seed-level interval narrows about sqrt(5)x, the
+    interval over problems stays where one seed a problem puts it."""
+    from agent_envs.benchmarks.leaderboard.stats import paired_success
+
+    a = [0, 1, 1, 0, 1, 0, 0, 1, 1, 1, 0, 0]
+    b = [1, 1, 1, 1, 0, 1, 0, 1, 1, 1, 1, 0]
+    keys = [f"p{i}" for i in range(12)]
+    once = problems.paired_by_problem(a, b, keys)
+    five = problems.paired_by_problem(a * 5, b * 5, keys * 5)
+    assert five["problems"] == 12 and five["n"] == 60
+    assert (five["low"], five["high"]) == pytest.approx((once["low"], once["high"]))
+    seeds = paired_success(a * 5, b * 5)
+    assert seeds["high"] - seeds["low"] < 0.6 * (five["high"] - five["low"])
+
+
+def test_in_train_part__is_a_seeded_fraction_of_the_problems():
+    keys = [f"{i:016x}" for i in range(2_000)]
+    part = [key for key in keys if problems.in_train_part(key, 0.3, 0)]
+    assert 0.27 < len(part) / len(keys) < 0.33
+    assert part == [key for key in keys if problems.in_train_part(key, 0.3, 0)]
+    assert part != [key for key in keys if problems.in_train_part(key, 0.3, 1)]
+    assert set(part) <= {key for key in keys if problems.in_train_part(key, 0.6, 0)}
+
+
+@pytest.mark.parametrize("bad", [1.0, -0.2, 1.5])
+def test_problem_split__a_fraction_outside_0_1_names_the_flag(bad):
+    assert train.problem_split(train.Args()) is None
+    assert train.problem_split(train.Args(problem_split=0.5, problem_split_seed=4)) == (0.5, 4)
+    with pytest.raises(SystemExit, match="--problem-split: the fraction"):
+        train.problem_split(train.Args(problem_split=bad))
+    with pytest.raises(SystemExit, match="--problem-split"):  # refused before any stage runs
+        train.main(train.Args(out=Path("unused"), stages=["sft"], problem_split=bad))
+
+
+def test_problem_split__blocksworld_trains_only_on_its_train_part():
+    """With ``--problem-split 0.5``, the SFT and RL seeds deal only train-part problems, so
+    the eval seeds whose problem is outside it are held out of training."""
+    split = (0.5, 0)
+    sft = train.train_seeds(BLOCKSWORLD, 200, split=split)
+    rl = [seed for _, seed in train.rl_seeds(
+        train.Args(envs=[BLOCKSWORLD], rl_steps=25, rl_prompts=4, problem_split=0.5))]  # fmt: skip
+    assert len(sft) == 200 and len(rl) == 100
+    trained = set(problems.problem_keys(BLOCKSWORLD, sft + rl).values())
+    assert all(problems.in_train_part(key, *split) for key in trained)
+    evaluated = problems.problem_keys(BLOCKSWORLD, eval_seeds(BLOCKSWORLD, 100))
+    held = {key for key in evaluated.values() if not problems.in_train_part(key, *split)}
+    assert held and not held & trained
+    unsplit = set(problems.problem_keys(BLOCKSWORLD, train.train_seeds(BLOCKSWORLD, 200)).values())
+    assert unsplit - trained  # without the split the same count reaches other problems
+
+
+def test_problem_split__a_train_part_with_no_problem_names_the_flag():
+    with pytest.raises(SystemExit, match=r"--problem-split 1e-12: 2\d{3} seeds of grl/Blocks"):
+        train.train_seeds(BLOCKSWORLD, 2, split=(1e-12, 0))
+
+
+def _fake_stages(out: Path, steps: dict[str, list[int]]) -> None:
+    for name, kept in steps.items():
+        for folder in ["model"] + [f"model-step{step}" for step in kept]:
+            (out / name / folder).mkdir(parents=True)
+            (out / name / folder / "config.json").write_text("{}")
+
+
+def test_eval__plays_every_kept_model_as_its_own_agent(tmp_path, monkeypatch):
+    from agent_envs.benchmarks import leaderboard
+
+    _fake_stages(tmp_path, {"sft": [], "gigpo": [40, 80]})
+    played = []
+    monkeypatch.setattr(leaderboard, "main", lambda run: played.append(run) or {})
+    train.run_eval(train.Args(out=tmp_path, envs=[BLOCKSWORLD], eval_zero_shot=False))
+    agents = played[0].agents
+    assert agents == [
+        "random",
+        "oracle",
+        f"smollm2-sft=hf:{tmp_path / 'sft' / 'model'}",
+        f"smollm2-sft-gigpo=hf:{tmp_path / 'gigpo' / 'model'}",
+        f"smollm2-sft-gigpo-step40=hf:{tmp_path / 'gigpo' / 'model-step40'}",
+        f"smollm2-sft-gigpo-step80=hf:{tmp_path / 'gigpo' / 'model-step80'}",
+    ]
+
+
+def _row(successes: int, n: int) -> dict:
+    rate = successes / n
+    return {"n": n, "success": {"mean": rate, "successes": successes, "low": rate - 0.1,
+                                "high": rate + 0.1}}  # fmt: skip
+
+
+def test_curves__eval_success_against_the_step_of_each_kept_model(tmp_path):
+    _fake_stages(tmp_path / "run", {"gigpo": [40]})
+    (tmp_path / "run" / "gigpo" / "stage.json").write_text(json.dumps({"steps": 112}))
+    args = train.Args(out=tmp_path / "run", envs=[BLOCKSWORLD], eval_out=tmp_path / "eval",
+                      curves_out=tmp_path / "curves")  # fmt: skip
+    rows = {"smollm2-sft": _row(60, 100), "smollm2-sft-gigpo-step40": _row(70, 100),
+            "smollm2-sft-gigpo": _row(80, 100)}  # fmt: skip
+    (tmp_path / "eval").mkdir()
+    (tmp_path / "eval" / "summary.json").write_text(json.dumps({"per_env": {BLOCKSWORLD: rows}}))
+    points = train.eval_curve_points(args)
+    assert points == {
+        (BLOCKSWORLD, "gigpo"): [
+            (0, 0.6, pytest.approx(0.5), pytest.approx(0.7)),
+            (40, 0.7, pytest.approx(0.6), pytest.approx(0.8)),
+            (112, 0.8, pytest.approx(0.7), pytest.approx(0.9)),
+        ]
+    }
+    assert tmp_path / "curves" / "curve_eval.png" in train.run_curves(args)
+
+
+def _problem_report(tmp_path, monkeypatch, trained_keys, split=0.0):
+    """The report's problem section over 8 eval seeds dealing problems p0..p3 twice each."""
+    keys = {seed: f"p{seed % 4}" for seed in range(8)}
+    sft = {seed: float(seed % 2) for seed in keys}
+    rl = {seed: 1.0 for seed in keys}
+    monkeypatch.setattr(problems, "run_problem_keys", lambda folder, env_id: keys)
+    monkeypatch.setattr(problems, "run_successes", lambda folder: {
+        ("smollm2-sft", BLOCKSWORLD): sft, ("smollm2-sft-gigpo", BLOCKSWORLD): rl})  # fmt: skip
+    monkeypatch.setattr(train, "trained_problems", lambda args: {BLOCKSWORLD: trained_keys})
+    (tmp_path / "manifest.json").write_text("{}")
+    args = train.Args(envs=[BLOCKSWORLD], eval_out=tmp_path, problem_split=split)
+    return "\n".join(train.problem_lines(args))
+
+
+def test_report__held_out_problems_get_their_own_column(tmp_path, monkeypatch):
+    report = _problem_report(tmp_path, monkeypatch, {"p0", "p1"})
+    assert "8 eval seeds deal 4 distinct problems; 2 of them were trained on, 2 are held out" in (
+        report
+    )
+    row = next(line for line in report.splitlines() if line.startswith("| `smollm2-sft-gigpo`"))
+    cells = [cell.strip() for cell in row.split("|")]
+    assert cells[2] == "1.000 (n=8)" and cells[3] == "1.000 (n=4, 2 problems)"
+    assert cells[4].startswith("+0.500 [") and cells[5].startswith("+0.500 [")
+    # held out: p2 (seeds 2, 6: SFT lost both, RL won) and p3 (seeds 3, 7: both won); a
+    # bootstrap over those 2 problems draws {p2, p2}, {p2, p3} or {p3, p3}
+    assert cells[6] == "+0.500 [+0.000, +1.000]"
+    assert cells[7] == "`smollm2-sft`"
+
+
+def test_report__no_held_out_problem_points_to_the_flag(tmp_path, monkeypatch):
+    report = _problem_report(tmp_path, monkeypatch, {"p0", "p1", "p2", "p3"})
+    assert "4 of them were trained on, 0 are held out (0 seeds)" in report
+    assert "Rerun with `--problem-split FRACTION`" in report
+
+
+def test_summary__every_family_has_a_row_and_missing_runs_say_so(tmp_path, monkeypatch):
+    runs = dict(train.SUMMARY_RUNS)
+    runs["Sokoban"] = {**runs["Sokoban"], "folder": "no-such-run"}
+    monkeypatch.setattr(train, "SUMMARY_RUNS", runs)
+    page, figure = train.write_summary(TRAINING, tmp_path)
+    text = page.read_text()
+    for family, env_id in train.FAMILIES.items():
+        assert text.count(f"| {family} | `{env_id}` |") == 1
+    assert "| Sokoban | `grl/Sokoban-v0` | | | not run yet |" in text
+    assert "| Tetris | `grl/Tetris-4x4-cell-v0` | | | not run yet |" in text
+    summary = json.loads((TRAINING / runs["Blocksworld"]["folder"] / "summary.json").read_text())
+    rl = summary["per_env"][BLOCKSWORLD]["smollm2-sft-gigpo-kl1-112"]["success"]
+    assert f"{rl['mean']:.2f} [{rl['low']:.2f}, {rl['high']:.2f}]" in text
+    assert "| 300 | 132 of 132 |" in text  # every eval problem was trained on
+    assert "+0.103 [+0.023, +0.185] (132 problems)" in text
+    assert figure.stat().st_size > 1_000
+
+
+def test_summary__the_committed_page_is_what_its_runs_say(tmp_path):
+    page, _ = train.write_summary(TRAINING, tmp_path)
+    assert (TRAINING / "summary.md").read_text() == page.read_text()
+
+
+def test_committed_blocksworld__the_headline_counted_over_problems():
+    """Issue 33: the 112-step GiGPO model against its SFT model on the 300 eval seeds and the
+    300 fresh ones, recomputed from the committed episodes over seeds and over problems; every
+    eval problem is a training problem of that run (600 SFT seeds, 112 x 4 RL prompts, from
+    its committed stage records); the figures are the ones the Blocksworld notes print."""
+    records = [
+        json.loads((TRAINING / path).read_text())
+        for path in train.SUMMARY_RUNS["Blocksworld"]["stages"]
+    ]
+    assert [(r["stage"], r["steps"], r["settings"]["sft_episodes"]) for r in records] == [
+        ("sft", 76, "600"),
+        ("gigpo", 112, "600"),
+    ]
+    trained = train.problems_of(records)[BLOCKSWORLD]
+    assert len(trained) == 156
+    notes = (TRAINING / "blocksworld" / "training.md").read_text()
+    for folder, first, last, count in (("rerun300", 0, 300, 132), ("fresh600", 300, 600, 128)):
+        run = TRAINING / "blocksworld" / folder / "leaderboard"
+        successes, keys = problems.run_successes(run), problems.run_problem_keys(run, BLOCKSWORLD)
+        seeds = eval_seeds(BLOCKSWORLD, last)[first:]
+        assert not {keys[seed] for seed in seeds} - trained  # no held-out problem
+        result = problems.compare(
+            successes["smollm2-sft", BLOCKSWORLD],
+            successes["smollm2-sft-gigpo-kl1-112", BLOCKSWORLD],
+            keys,
+            seeds,
+        )
+        over_seeds, over_problems = result["seeds"], result["problems"]
+        assert over_problems["problems"] == count and over_seeds["n"] == 300
+        assert over_problems["low"] > 0
+        widening = (over_problems["high"] - over_problems["low"]) / (
+            over_seeds["high"] - over_seeds["low"]
+        )
+        assert 1.4 < widening < 2.0
+        shown = (
+            f"{over_problems['mean']:+.3f} [{over_problems['low']:+.3f}, "
+            f"{over_problems['high']:+.3f}] over {count} problems"
+        )
+        assert shown in notes, shown
