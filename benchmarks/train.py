@@ -934,6 +934,7 @@ def summary_rows(root: Path) -> dict[str, dict[str, Any] | None]:
         run_problem_keys,
         run_successes,
     )
+    from agent_envs.benchmarks.leaderboard.run import episodes_file
 
     rows: dict[str, dict[str, Any] | None] = {}
     for family, env_id in FAMILIES.items():
@@ -951,7 +952,7 @@ def summary_rows(root: Path) -> dict[str, dict[str, Any] | None]:
         }  # fmt: skip
         pairs = {(pair["a"], pair["b"]): pair for pair in summary["paired"]}
         folder = root / run["folder"]
-        episodes = any((folder / name).exists() for name in ("episodes.jsonl.gz", "episodes.jsonl"))
+        episodes = episodes_file(folder).exists()
         successes = run_successes(folder) if episodes else {}
         keys = run_problem_keys(folder, env_id) if episodes else {}
         deltas = {}

@@ -108,13 +108,10 @@ def paired_by_problem(
 
 def run_successes(folder: Path) -> dict[tuple[str, str], dict[int, float]]:
     """``(agent, env_id) -> {seed: success}`` of the leaderboard run folder ``folder``."""
-    from agent_envs.benchmarks.leaderboard import read_episodes
+    from agent_envs.benchmarks.leaderboard.run import episodes_file, read_episodes
 
-    path = folder / "episodes.jsonl.gz"
-    if not path.exists():
-        path = folder / "episodes.jsonl"
     out: dict[tuple[str, str], dict[int, float]] = {}
-    for trajectory in read_episodes(path):
+    for trajectory in read_episodes(episodes_file(folder)):
         out.setdefault((trajectory.agent, trajectory.env_id), {})[int(trajectory.seed)] = float(
             trajectory.success
         )

@@ -424,6 +424,15 @@ def environment_info() -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- the run
+def episodes_file(run: Path) -> Path:
+    """The records of the run folder ``run``: ``episodes.jsonl`` while it is played, else
+    ``episodes.jsonl.gz`` (a committed run keeps its records compressed); the plain name when
+    neither exists."""
+    plain = Path(run) / "episodes.jsonl"
+    packed = plain.with_name("episodes.jsonl.gz")
+    return packed if not plain.exists() and packed.exists() else plain
+
+
 def read_episodes(path: Path, *, repair: bool = False) -> list[Trajectory]:
     """The trajectories of ``episodes.jsonl``. A torn last line (a run killed mid-write) is
     cut off when ``repair`` and an error otherwise; a bad line elsewhere is always an error."""
@@ -972,9 +981,7 @@ def check_episodes(
     the pages). ``trajectories`` is ``None`` when the files cannot be read."""
     run = Path(run)
     problems: list[str] = []
-    episodes = run / "episodes.jsonl"
-    if not episodes.exists() and (run / "episodes.jsonl.gz").exists():
-        episodes = run / "episodes.jsonl.gz"  # a committed run keeps its records compressed
+    episodes = episodes_file(run)
     for path in (run / "manifest.json", episodes):
         if not path.exists():
             return [f"{path} is missing"], {}, None
