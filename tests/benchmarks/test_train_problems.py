@@ -1,6 +1,6 @@
-"""Problems, not seeds, in agent_envs.benchmarks.train: the problem split, the held-out report,
-intervals counted over problems, kept models in the eval, the summary page, and the committed
-Blocksworld result recomputed over problems."""
+"""Problems, not seeds, in agent_envs.benchmarks.train and train_report: the problem split, the
+held-out report, intervals counted over problems, kept models in the eval, the summary page, and
+the committed Blocksworld result recomputed over problems."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from agent_envs.benchmarks import train
+from agent_envs.benchmarks import train, train_report
 from agent_envs.benchmarks.leaderboard import eval_seeds, problems
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,7 +125,7 @@ def test_curves__eval_success_against_the_step_of_each_kept_model(tmp_path):
             "smollm2-sft-gigpo": _row(80, 100)}  # fmt: skip
     (tmp_path / "eval").mkdir()
     (tmp_path / "eval" / "summary.json").write_text(json.dumps({"per_env": {BLOCKSWORLD: rows}}))
-    points = train.eval_curve_points(args)
+    points = train_report.eval_curve_points(args)
     assert points == {
         (BLOCKSWORLD, "gigpo"): [
             (0, 0.6, pytest.approx(0.5), pytest.approx(0.7)),
@@ -133,7 +133,7 @@ def test_curves__eval_success_against_the_step_of_each_kept_model(tmp_path):
             (112, 0.8, pytest.approx(0.7), pytest.approx(0.9)),
         ]
     }
-    assert tmp_path / "curves" / "curve_eval.png" in train.run_curves(args)
+    assert tmp_path / "curves" / "curve_eval.png" in train_report.run_curves(args)
 
 
 def _problem_report(tmp_path, monkeypatch, trained_keys, split=0.0):
@@ -144,10 +144,10 @@ def _problem_report(tmp_path, monkeypatch, trained_keys, split=0.0):
     monkeypatch.setattr(problems, "run_problem_keys", lambda folder, env_id: keys)
     monkeypatch.setattr(problems, "run_successes", lambda folder: {
         ("smollm2-sft", BLOCKSWORLD): sft, ("smollm2-sft-gigpo", BLOCKSWORLD): rl})  # fmt: skip
-    monkeypatch.setattr(train, "trained_problems", lambda args: {BLOCKSWORLD: trained_keys})
+    monkeypatch.setattr(train_report, "trained_problems", lambda args: {BLOCKSWORLD: trained_keys})
     (tmp_path / "manifest.json").write_text("{}")
     args = train.Args(envs=[BLOCKSWORLD], eval_out=tmp_path, problem_split=split)
-    return "\n".join(train.problem_lines(args))
+    return "\n".join(train_report.problem_lines(args))
 
 
 def test_report__held_out_problems_get_their_own_column(tmp_path, monkeypatch):
@@ -172,12 +172,12 @@ def test_report__no_held_out_problem_points_to_the_flag(tmp_path, monkeypatch):
 
 
 def test_summary__every_family_has_a_row_and_missing_runs_say_so(tmp_path, monkeypatch):
-    runs = dict(train.SUMMARY_RUNS)
+    runs = dict(train_report.SUMMARY_RUNS)
     runs["Sokoban"] = {**runs["Sokoban"], "folder": "no-such-run"}
-    monkeypatch.setattr(train, "SUMMARY_RUNS", runs)
-    page, figure = train.write_summary(TRAINING, tmp_path)
+    monkeypatch.setattr(train_report, "SUMMARY_RUNS", runs)
+    page, figure = train_report.write_summary(TRAINING, tmp_path)
     text = page.read_text()
-    for family, env_id in train.FAMILIES.items():
+    for family, env_id in train_report.FAMILIES.items():
         assert text.count(f"| {family} | `{env_id}` |") == 1
     assert "| Sokoban | `grl/Sokoban-v0` | | | not run yet |" in text
     assert "| Tetris | `grl/Tetris-4x4-cell-v0` | | | not run yet |" in text
@@ -190,7 +190,7 @@ def test_summary__every_family_has_a_row_and_missing_runs_say_so(tmp_path, monke
 
 
 def test_summary__the_committed_page_is_what_its_runs_say(tmp_path):
-    page, _ = train.write_summary(TRAINING, tmp_path)
+    page, _ = train_report.write_summary(TRAINING, tmp_path)
     assert (TRAINING / "summary.md").read_text() == page.read_text()
 
 
@@ -201,7 +201,7 @@ def test_committed_blocksworld__the_headline_counted_over_problems():
     its committed stage records); the figures are the ones the Blocksworld notes print."""
     records = [
         json.loads((TRAINING / path).read_text())
-        for path in train.SUMMARY_RUNS["Blocksworld"]["stages"]
+        for path in train_report.SUMMARY_RUNS["Blocksworld"]["stages"]
     ]
     assert [(r["stage"], r["steps"], r["settings"]["sft_episodes"]) for r in records] == [
         ("sft", 76, "600"),

@@ -1,0 +1,491 @@
+"""What ``agent-envs train`` writes about its runs: learning curves, the run report, and the
+summary page of every family.
+
+- :func:`run_curves`: success and return of the training episodes against the RL step (one line
+  per estimator) and the eval's greedy success of each kept model against its step, as PNGs.
+- :func:`write_report`: ``training.md``, each stage's cost, the eval with paired intervals, and
+  the held-out problems (:func:`problem_lines`).
+- :func:`write_summary`: ``benchmarks/results/training/summary.md`` and ``summary.png`` (family x
+  random / zero-shot / SFT / RL) from the committed run folders named in :data:`SUMMARY_RUNS`.
+
+The pipeline itself (seeds, stages, eval) is :mod:`agent_envs.benchmarks.train`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from agent_envs.adapters.trl.stages import Stage
+from agent_envs.benchmarks.train import (
+    RL_STAGES,
+    Args,
+    agent_names,
+    problem_split,
+    problems_of,
+    trained_problems,
+)
+
+__all__ = [
+    "FAMILIES",
+    "SUMMARY_COLUMNS",
+    "SUMMARY_RUNS",
+    "eval_curve_points",
+    "problem_lines",
+    "run_curves",
+    "summary_rows",
+    "write_report",
+    "write_summary",
+]
+
+#: the issue's six families and the id each is trained on
+FAMILIES = {
+    "Sokoban": "grl/Sokoban-v0",
+    "Tetris": "grl/Tetris-4x4-cell-v0",
+    "Blocksworld": "grl/Blocksworld-v0",
+    "GSM8K": "grl/GSM8K-v0",
+    "BIRD": "grl/BIRD-v0",
+    "WebShop": "grl/WebShop-v0",
+}
+#: the committed run behind each family's summary row, paths relative to
+#: ``benchmarks/results/training``: its leaderboard ``folder``, the ``stages`` records of the
+#: models in the row (their training problems), the agent of each column (``None``: not in that
+#: run) and a ``note``; a family missing here has no run yet
+SUMMARY_RUNS: dict[str, dict[str, Any]] = {
+    "Sokoban": {
+        "folder": "leaderboard",
+        "stages": ["logs/sft/stage.json", "logs/gigpo/stage.json"],
+        "zero-shot": "smollm2",
+        "SFT": "smollm2-sft",
+        "RL": "smollm2-sft-gigpo",
+        "note": "1-epoch SFT, 20 RL steps; a 2-epoch SFT run is in progress "
+        "(`sokoban/sft-2epochs/`, no validating eval yet)",
+    },
+    "Blocksworld": {
+        "folder": "blocksworld/rerun300/leaderboard",
+        "stages": [
+            "blocksworld/rerun300/logs/sft/stage.json",
+            "blocksworld/rerun300/logs/gigpo-kl1-112/stage.json",
+        ],
+        "zero-shot": None,
+        "SFT": "smollm2-sft",
+        "RL": "smollm2-sft-gigpo-kl1-112",
+        "note": "zero-shot stopped at 0/25 (`blocksworld/training.md`); the preset has too "
+        "few problems for held-out ones without `--problem-split` (`blocksworld/training.md`, "
+        '"Counted over problems")',
+    },
+}
+
+
+def run_curves(args: Args) -> list[Path]:
+    """Success and return of the training episodes against the step, one line per estimator."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    series = {}
+    for name in RL_STAGES:
+        log = args.out / name / "log.jsonl"
+        if log.exists():
+            rows = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+            series[name] = [row for row in rows if "rewards/success_reward/mean" in row]
+    args.curves_out.mkdir(parents=True, exist_ok=True)
+    for metric, key, label in (
+        ("success", "rewards/success_reward/mean", "success rate of training episodes"),
+        ("return", "rewards/episode_return_reward/mean", "mean return of training episodes"),
+    ):
+        figure, axis = plt.subplots(figsize=(6, 3.6), dpi=120)
+        for name, rows in series.items():
+            steps = [row["step"] for row in rows]
+            values = [row[key] for row in rows]
+            line = name
+            if name == "luffy":  # its groups hold oracle episodes, counted in these means
+                line += f" ({args.luffy_k} of {args.num_generations} per group: oracle)"
+            axis.plot(steps, _smooth(values), label=line)
+        axis.set_xlabel("RL step")
+        axis.set_ylabel(label)
+        axis.set_title(f"{', '.join(args.envs)}: {metric} (moving average of 5 steps)")
+        if series:
+            axis.legend(fontsize="small")
+        axis.grid(alpha=0.3)
+        figure.tight_layout()
+        path = args.curves_out / f"curve_{metric}.png"
+        figure.savefig(path)
+        plt.close(figure)
+        written.append(path)
+    eval_curve = eval_curve_points(args)
+    if eval_curve:
+        figure, axis = plt.subplots(figsize=(6, 3.6), dpi=120)
+        for (env_id, name), points in eval_curve.items():
+            steps = [point[0] for point in points]
+            axis.plot(steps, [point[1] for point in points], marker="o", label=f"{name} ({env_id})")
+            axis.fill_between(steps, [p[2] for p in points], [p[3] for p in points], alpha=0.15)
+        axis.set_xlabel("RL step (0: the SFT model)")
+        axis.set_ylabel("greedy eval success (Wilson 95%)")
+        axis.set_title(f"eval of the kept models, {args.eval_seeds} eval seeds per env")
+        axis.legend(fontsize="small")
+        axis.grid(alpha=0.3)
+        figure.tight_layout()
+        path = args.curves_out / "curve_eval.png"
+        figure.savefig(path)
+        plt.close(figure)
+        written.append(path)
+    return written
+
+
+def eval_curve_points(args: Args) -> dict[tuple[str, str], list[tuple[int, float, float, float]]]:
+    """``(env_id, stage) -> [(step, success, Wilson low, high)]`` from the eval's summary: the
+    SFT model at step 0, each model the stage kept, and its final model at its last step; only
+    for stages with kept models."""
+    summary_path = args.eval_out / "summary.json"
+    if not summary_path.exists():
+        return {}
+    per_env = json.loads(summary_path.read_text(encoding="utf-8"))["per_env"]
+    names = agent_names(args)
+    curves = {}
+    for name in RL_STAGES:
+        stage = Stage(args.out, name)
+        kept = stage.kept_models()
+        if not kept:
+            continue
+        agents = {0: names["sft"], **{step: f"{names[name]}-step{step}" for step in kept}}
+        if stage.done:
+            agents[stage.record()["steps"]] = names[name]
+        for env_id, rows in per_env.items():
+            points = [
+                (step, rows[agent]["success"]["mean"], rows[agent]["success"]["low"],
+                 rows[agent]["success"]["high"])
+                for step, agent in sorted(agents.items()) if agent in rows
+            ]  # fmt: skip
+            if points:
+                curves[env_id, name] = points
+    return curves
+
+
+def write_report(args: Args) -> Path:
+    """``<curves_out>/training.md``: what each stage cost and what the eval measured (success
+    with paired 95% intervals: SFT against zero-shot, each RL stage against SFT)."""
+    names = agent_names(args)
+    lines = [
+        "# Training run",
+        "",
+        f"Written by `agent-envs train` (run folder `{args.out}`); eval: the "
+        f"leaderboard run in `{args.eval_out}` ({args.eval_seeds} published eval seeds per env, "
+        "greedy). Wall and CPU minutes are those of the device each stage names (CPU minutes "
+        "count every thread of the training process).",
+        "",
+        "## Stages",
+        "",
+        "| stage | agent | device | wall min | CPU min | steps | notes |",
+        "|---|---|---|---:|---:|---:|---|",
+    ]
+    for stage_name in ("sft", *RL_STAGES):
+        stage = Stage(args.out, stage_name)
+        if not stage.done:
+            continue
+        record = stage.record()
+        notes = []
+        if stage_name == "sft":
+            loss = f"{record['first_loss']:.3f} → {record['last_loss']:.3f}"
+            notes.append(f"{record['rows']} rows; loss {loss}")
+        if record.get("stopped_at_time_limit"):
+            notes.append(f"stopped at the {record['settings']['stage_time_limit']} s time limit")
+        device = record.get("device", "cpu")  # records from before the flag: CPU runs
+        if record.get("allocator", "system") != "system":
+            device += f", {record['allocator']}"
+        lines.append(
+            f"| {stage_name} | `{names[stage_name]}` | {device} | {record['wall_s'] / 60:.1f} | "
+            f"{record['cpu_s'] / 60:.1f} | {record.get('steps', '')} | {'; '.join(notes)} |"
+        )
+    summary_path = args.eval_out / "summary.json"
+    if summary_path.exists():
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+        pairs = {(pair["a"], pair["b"]): pair for pair in summary["paired"]}
+        lines += ["", "## Eval", ""]
+        for env_id in args.envs:
+            rows = summary["per_env"].get(env_id, {})
+            lines += [
+                f"### {env_id}",
+                "",
+                "| agent | success | return | turns | Δ success (paired 95% CI) | against |",
+                "|---|---:|---:|---:|---:|---|",
+            ]
+            for agent, result in rows.items():
+                against = names["sft"] if agent in [names[n] for n in RL_STAGES] else None
+                against = names["base"] if agent == names["sft"] else against
+                delta = ""
+                pair = pairs.get((against, agent))
+                if pair and env_id in pair["per_env"]:
+                    d = pair["per_env"][env_id]["success"]
+                    delta = f"{d['mean']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]"
+                success = result["success"]
+                lines.append(
+                    f"| `{agent}` | {success['mean']:.2f} ± {success['se']:.2f} | "
+                    f"{result['return']['mean']:.2f} | {result['turns']['mean']:.2f} | {delta} | "
+                    f"{f'`{against}`' if delta else ''} |"
+                )
+            lines.append("")
+        lines += problem_lines(args)
+    path = args.curves_out / "training.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+    return path
+
+
+def _against(agent: str, names: dict[str, str]) -> str | None:
+    """The row a trained agent is paired with: SFT against zero-shot, RL (and its kept
+    models) against SFT."""
+    if agent == names["sft"]:
+        return names["base"]
+    if any(agent == names[n] or agent.startswith(f"{names[n]}-step") for n in RL_STAGES):
+        return names["sft"]
+    return None
+
+
+def _delta(d: dict[str, Any] | None) -> str:
+    return "" if d is None else f"{d['mean']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]"
+
+
+def problem_lines(args: Args) -> list[str]:
+    """The report's "Problems" section: each trained row on all eval seeds and on the eval
+    problems no stage trained on (outside the ``--problem-split`` train part, with one), paired
+    with the row it is measured against, intervals over seeds and over problems."""
+    from agent_envs.benchmarks.leaderboard.problems import (
+        compare,
+        in_train_part,
+        run_problem_keys,
+        run_successes,
+    )
+
+    if not (args.eval_out / "manifest.json").exists():
+        return []
+    names, split = agent_names(args), problem_split(args)
+    successes, trained = run_successes(args.eval_out), trained_problems(args)
+    lines = [
+        "## Problems",
+        "",
+        "Each eval episode's problem (`TextEnv.problem_key()`: start state and goal) against "
+        "the problems the stages trained on (SFT episodes' and RL prompts' seeds). Δ over "
+        "seeds: Newcombe's paired interval, each seed counted once; over problems: a cluster "
+        "bootstrap that resamples distinct problems (5,000 replicates, seeded; "
+        "`agent_envs.benchmarks.leaderboard.problems`), since seeds that repeat a problem "
+        "repeat a greedy outcome.",
+        "",
+    ]
+    for env_id in args.envs:
+        keys = run_problem_keys(args.eval_out, env_id)
+        held = [
+            seed
+            for seed, key in keys.items()
+            if key not in trained[env_id] and not (split and in_train_part(key, *split))
+        ]
+        problems = set(keys.values())
+        held_problems = {keys[seed] for seed in held}
+        how = (
+            f", outside the train part of `--problem-split {split[0]}` (seed {split[1]})"
+            if split
+            else ""
+        )
+        lines += [
+            f"### {env_id}: held-out problems",
+            "",
+            f"{len(keys)} eval seeds deal {len(problems)} distinct problems; "
+            f"{len(problems & trained[env_id])} of them were trained on, "
+            f"{len(held_problems)} are held out ({len(held)} seeds{how}).",
+            "",
+        ]
+        if not held:
+            lines += [
+                "No eval problem is held out: every result below is on trained problems. "
+                "Rerun with `--problem-split FRACTION` to hold problems out.",
+                "",
+            ]
+        lines += [
+            "| agent | success, all seeds | success, held out | Δ all, over seeds "
+            "| Δ all, over problems | Δ held out, over problems | against |",
+            "|---|---:|---:|---:|---:|---:|---|",
+        ]
+        for (agent, env), played in successes.items():
+            against = _against(agent, names)
+            if env != env_id or against is None:
+                continue
+            rate = sum(played.values()) / len(played)
+            mine = [seed for seed in held if seed in played]
+            held_rate = (
+                f"{sum(played[s] for s in mine) / len(mine):.3f} "
+                f"(n={len(mine)}, {len({keys[s] for s in mine})} problems)"
+                if mine
+                else ""
+            )
+            other = successes.get((against, env_id))
+            both = [seed for seed in keys if other and seed in played and seed in other]
+            every = compare(other, played, keys, both) if both else None
+            held_both = [seed for seed in both if seed in set(held)]
+            held_pair = compare(other, played, keys, held_both) if held_both else None
+            lines.append(
+                f"| `{agent}` | {rate:.3f} (n={len(played)}) | {held_rate} | "
+                f"{_delta(every and every['seeds'])} | {_delta(every and every['problems'])} | "
+                f"{_delta(held_pair and held_pair['problems'])} | "
+                f"{f'`{against}`' if every else ''} |"
+            )
+        lines.append("")
+    return lines
+
+
+SUMMARY_COLUMNS = ("random", "zero-shot", "SFT", "RL")
+
+
+def summary_rows(root: Path) -> dict[str, dict[str, Any] | None]:
+    """``family -> row`` of the summary page from the committed runs under ``root``
+    (:data:`SUMMARY_RUNS`; ``None``: no run yet): per column the agent, its success with the
+    Wilson interval and its random-normalized score, from the run's ``summary.json``; ``Δ``
+    SFT − zero-shot and RL − SFT, paired (Newcombe), where both played, and the same Δ with
+    its interval counted over problems (``"problems"``: a cluster bootstrap, from the run's
+    episodes, when they are committed)."""
+    from agent_envs.benchmarks.leaderboard.problems import (
+        compare,
+        run_problem_keys,
+        run_successes,
+    )
+    from agent_envs.benchmarks.leaderboard.run import episodes_file
+
+    rows: dict[str, dict[str, Any] | None] = {}
+    for family, env_id in FAMILIES.items():
+        run = SUMMARY_RUNS.get(family)
+        if run is None or not (root / run["folder"] / "summary.json").exists():
+            rows[family] = None
+            continue
+        summary = json.loads((root / run["folder"] / "summary.json").read_text(encoding="utf-8"))
+        per_env = summary["per_env"][env_id]
+        agents = {column: run.get(column, column) for column in SUMMARY_COLUMNS}
+        cells = {
+            column: {"agent": agent, "n": per_env[agent]["n"], **per_env[agent]["success"],
+                     "normalized": per_env[agent].get("normalized")}
+            for column, agent in agents.items() if agent in per_env
+        }  # fmt: skip
+        pairs = {(pair["a"], pair["b"]): pair for pair in summary["paired"]}
+        folder = root / run["folder"]
+        episodes = episodes_file(folder).exists()
+        successes = run_successes(folder) if episodes else {}
+        keys = run_problem_keys(folder, env_id) if episodes else {}
+        deltas = {}
+        for column, against in (("SFT", "zero-shot"), ("RL", "SFT")):
+            pair = pairs.get((agents[against], agents[column]))
+            if pair and env_id in pair["per_env"]:
+                deltas[column] = {**pair["per_env"][env_id]["success"], "against": against}
+                a = successes.get((agents[against], env_id), {})
+                b = successes.get((agents[column], env_id), {})
+                both = [seed for seed in keys if seed in a and seed in b]
+                if both:
+                    deltas[column]["problems"] = compare(a, b, keys, both)["problems"]
+        records = [json.loads((root / path).read_text(encoding="utf-8")) for path in run["stages"]]
+        trained = problems_of(records).get(env_id, set())
+        dealt = set(keys.values())
+        rows[family] = {"env_id": env_id, "folder": run["folder"], "note": run.get("note", ""),
+                        "cells": cells, "deltas": deltas,
+                        "problems": len(dealt) if keys else None,
+                        "trained_on": len(dealt & trained) if keys else None}  # fmt: skip
+    return rows
+
+
+def write_summary(
+    root: Path = Path("benchmarks/results/training"), out: Path | None = None
+) -> list[Path]:
+    """``<out>/summary.md`` (family x random / zero-shot / SFT / RL: success with Wilson 95%
+    intervals, paired Δ) and ``<out>/summary.png`` (random-normalized scores; ``out``
+    defaults to ``root``), from the committed runs under ``root`` (:func:`summary_rows`);
+    families without a run say so."""
+    out = root if out is None else out
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = summary_rows(root)
+    lines = [
+        "# Training results: every family",
+        "",
+        "Written by `agent-envs train --summary` from the committed leaderboard run folders "
+        "named in each row (each `--validate`s by replay). Success: greedy, on that run's eval "
+        "seeds, with its Wilson 95% interval; Δ: paired on the seeds both played (Newcombe's "
+        "95% interval), SFT against zero-shot, RL against SFT. Intervals count seeds; where "
+        'seeds repeat problems the columns "over problems" count them over distinct problems '
+        '(a cluster bootstrap, `agent_envs.benchmarks.leaderboard.problems`). "Eval problems '
+        "trained on\": of the distinct problems the eval seeds deal, those the run's SFT and RL "
+        "stages (the `stage.json` records each row names in `SUMMARY_RUNS`) trained on.",
+        "",
+        "| family | id | n | eval problems trained on | random | zero-shot | SFT | RL | Δ SFT "
+        "| Δ RL | Δ SFT, over problems | Δ RL, over problems | run |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for family, row in rows.items():
+        if row is None:
+            lines.append(f"| {family} | `{FAMILIES[family]}` | | | not run yet |{' |' * 8}")
+            continue
+        cells = row["cells"]
+        shown = []
+        for column in SUMMARY_COLUMNS:
+            cell = cells.get(column)
+            shown.append(
+                f"{cell['mean']:.2f} [{cell['low']:.2f}, {cell['high']:.2f}] (`{cell['agent']}`)"
+                if cell
+                else "not run"
+            )
+        deltas = [_delta(row["deltas"].get(column)) or "—" for column in ("SFT", "RL")]
+        for column in ("SFT", "RL"):
+            clustered = row["deltas"].get(column, {}).get("problems")
+            deltas.append(
+                f"{_delta(clustered)} ({clustered['problems']} problems)" if clustered else "—"
+            )
+        seeds = "/".join(str(n) for n in sorted({cell["n"] for cell in cells.values()}))
+        trained = "" if row["problems"] is None else f"{row['trained_on']} of {row['problems']}"
+        lines.append(
+            f"| {family} | `{row['env_id']}` | {seeds} | {trained} | {' | '.join(shown)} | "
+            f"{' | '.join(deltas)} | `{row['folder']}` |"
+        )
+    notes = [f"- {family}: {row['note']}" for family, row in rows.items() if row and row["note"]]
+    lines += ["", "Notes:", "", *notes, "", "![random-normalized scores](summary.png)", ""]
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "summary.md"
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+    figure, axis = plt.subplots(figsize=(7, 3.6), dpi=120)
+    families = list(rows)
+    width = 0.8 / len(SUMMARY_COLUMNS)
+    for index, column in enumerate(SUMMARY_COLUMNS):
+        xs, ys, errors = [], [], [[], []]
+        for position, family in enumerate(families):
+            cell = (rows[family] or {}).get("cells", {}).get(column)
+            if cell and cell["normalized"]:
+                score = cell["normalized"]
+                xs.append(position + (index - 1.5) * width)
+                ys.append(score["mean"])
+                errors[0].append(score["mean"] - score["low"])
+                errors[1].append(score["high"] - score["mean"])
+        axis.bar(xs, ys, width, yerr=errors, capsize=2, label=column)
+    axis.set_xticks(range(len(families)), [
+        family if rows[family] else f"{family}\n(not run yet)" for family in families
+    ])  # fmt: skip
+    axis.axhline(0, color="black", linewidth=0.8)
+    axis.axhline(1, color="gray", linewidth=0.8, linestyle="--")
+    axis.set_ylabel("random-normalized success\n(0 random, 1 oracle)")
+    axis.set_title("Greedy success per family, Wilson 95% intervals")
+    axis.set_ylim(top=1.2)
+    axis.legend(fontsize="small", ncols=4, loc="upper left")
+    figure.tight_layout()
+    figure_path = out / "summary.png"
+    figure.savefig(figure_path)
+    plt.close(figure)
+    return [path, figure_path]
+
+
+def _smooth(values: Sequence[float], width: int = 5) -> list[float]:
+    out = []
+    for index in range(len(values)):
+        window = values[max(0, index - width + 1) : index + 1]
+        out.append(sum(window) / len(window))
+    return out
