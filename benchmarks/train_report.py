@@ -52,7 +52,8 @@ FAMILIES = {
 #: the committed run behind each family's summary row, paths relative to
 #: ``benchmarks/results/training``: its leaderboard ``folder``, the ``stages`` records of the
 #: models in the row (their training problems), the agent of each column (``None``: not in that
-#: run) and a ``note``; a family missing here has no run yet
+#: run), a ``note`` and, where played, ``fresh``: the folder of the run on fresh seeds (chosen
+#: on nothing) of the SFT and RL models; a family missing here has no run yet
 SUMMARY_RUNS: dict[str, dict[str, Any]] = {
     "Sokoban": {
         "folder": "leaderboard",
@@ -72,6 +73,7 @@ SUMMARY_RUNS: dict[str, dict[str, Any]] = {
         "zero-shot": None,
         "SFT": "smollm2-sft",
         "RL": "smollm2-sft-gigpo-kl1-112",
+        "fresh": "blocksworld/fresh600/leaderboard",
         "note": "zero-shot stopped at 0/25 (`blocksworld/training.md`); the preset has too "
         "few problems for held-out ones without `--problem-split` (`blocksworld/training.md`, "
         '"Counted over problems")',
@@ -345,7 +347,9 @@ def summary_rows(root: Path) -> dict[str, dict[str, Any] | None]:
     Wilson interval and its random-normalized score, from the run's ``summary.json``; ``Δ``
     SFT − zero-shot and RL − SFT, paired (Newcombe), where both played, and the same Δ with
     its interval counted over problems (``"problems"``: a cluster bootstrap, from the run's
-    episodes, when they are committed)."""
+    episodes, when they are committed); ``"fresh"``: RL − SFT in the run's ``fresh`` folder
+    on the seeds that are not eval seeds and whose problem is neither trained on nor dealt by
+    an eval seed (over problems), with how many such seeds and problems there are."""
     from agent_envs.benchmarks.leaderboard.problems import (
         compare,
         run_problem_keys,
@@ -372,6 +376,8 @@ def summary_rows(root: Path) -> dict[str, dict[str, Any] | None]:
         episodes = episodes_file(folder).exists()
         successes = run_successes(folder) if episodes else {}
         keys = run_problem_keys(folder, env_id) if episodes else {}
+        records = [json.loads((root / path).read_text(encoding="utf-8")) for path in run["stages"]]
+        trained = problems_of(records).get(env_id, set())
         deltas = {}
         for column, against in (("SFT", "zero-shot"), ("RL", "SFT")):
             pair = pairs.get((agents[against], agents[column]))
@@ -382,11 +388,25 @@ def summary_rows(root: Path) -> dict[str, dict[str, Any] | None]:
                 both = [seed for seed in keys if seed in a and seed in b]
                 if both:
                     deltas[column]["problems"] = compare(a, b, keys, both)["problems"]
-        records = [json.loads((root / path).read_text(encoding="utf-8")) for path in run["stages"]]
-        trained = problems_of(records).get(env_id, set())
         dealt = set(keys.values())
+        fresh = None
+        if run.get("fresh") and keys:
+            fresh_folder = root / run["fresh"]
+            fresh_keys = run_problem_keys(fresh_folder, env_id)
+            held = [seed for seed, key in fresh_keys.items()
+                    if seed not in keys and key not in dealt | trained]  # fmt: skip
+            played = run_successes(fresh_folder)
+            a = played.get((agents["SFT"], env_id), {})
+            b = played.get((agents["RL"], env_id), {})
+            both = [seed for seed in held if seed in a and seed in b]
+            fresh = {
+                "folder": run["fresh"],
+                "seeds": len(both),
+                "problems": len({fresh_keys[seed] for seed in both}),
+                "delta": compare(a, b, fresh_keys, both)["problems"] if both else None,
+            }
         rows[family] = {"env_id": env_id, "folder": run["folder"], "note": run.get("note", ""),
-                        "cells": cells, "deltas": deltas,
+                        "cells": cells, "deltas": deltas, "fresh": fresh,
                         "problems": len(dealt) if keys else None,
                         "trained_on": len(dealt & trained) if keys else None}  # fmt: skip
     return rows
@@ -416,15 +436,19 @@ def write_summary(
         'seeds repeat problems the columns "over problems" count them over distinct problems '
         '(a cluster bootstrap, `agent_envs.benchmarks.leaderboard.problems`). "Eval problems '
         "trained on\": of the distinct problems the eval seeds deal, those the run's SFT and RL "
-        "stages (the `stage.json` records each row names in `SUMMARY_RUNS`) trained on.",
+        'stages (the `stage.json` records each row names in `SUMMARY_RUNS`) trained on. "Δ RL, '
+        'fresh held-out problems": RL − SFT over problems in a second run on fresh seeds '
+        "(chosen on nothing), on those whose problem was neither trained on nor dealt by an "
+        "eval seed.",
         "",
         "| family | id | n | eval problems trained on | random | zero-shot | SFT | RL | Δ SFT "
-        "| Δ RL | Δ SFT, over problems | Δ RL, over problems | run |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| Δ RL | Δ SFT, over problems | Δ RL, over problems | Δ RL, fresh held-out problems "
+        "| run |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for family, row in rows.items():
         if row is None:
-            lines.append(f"| {family} | `{FAMILIES[family]}` | | | not run yet |{' |' * 8}")
+            lines.append(f"| {family} | `{FAMILIES[family]}` | | | not run yet |{' |' * 9}")
             continue
         cells = row["cells"]
         shown = []
@@ -440,6 +464,16 @@ def write_summary(
             clustered = row["deltas"].get(column, {}).get("problems")
             deltas.append(
                 f"{_delta(clustered)} ({clustered['problems']} problems)" if clustered else "—"
+            )
+        fresh = row["fresh"]
+        if fresh is None:
+            deltas.append("not run")
+        elif fresh["delta"] is None:
+            deltas.append(f"none held out (`{fresh['folder']}`)")
+        else:
+            deltas.append(
+                f"{_delta(fresh['delta'])} ({fresh['seeds']} seeds, {fresh['problems']} "
+                f"problems, `{fresh['folder']}`)"
             )
         seeds = "/".join(str(n) for n in sorted({cell["n"] for cell in cells.values()}))
         trained = "" if row["problems"] is None else f"{row['trained_on']} of {row['problems']}"

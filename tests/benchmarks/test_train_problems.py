@@ -186,6 +186,8 @@ def test_summary__every_family_has_a_row_and_missing_runs_say_so(tmp_path, monke
     assert f"{rl['mean']:.2f} [{rl['low']:.2f}, {rl['high']:.2f}]" in text
     assert "| 300 | 132 of 132 |" in text  # every eval problem was trained on
     assert "+0.103 [+0.023, +0.185] (132 problems)" in text
+    # every problem of Blocksworld-v0 was trained on: its fresh seeds hold none out
+    assert "none held out (`blocksworld/fresh600/leaderboard`)" in text
     assert figure.stat().st_size > 1_000
 
 
