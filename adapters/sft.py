@@ -95,10 +95,13 @@ def sft_chat_template(tokenizer: Any) -> str:
 
 
 def collect_oracle_trajectories(
-    env_id: str, seeds: Iterable[int], **env_kwargs: Any
+    env_id: str, seeds: Iterable[int], *, rationale: bool = False, **env_kwargs: Any
 ) -> list[Trajectory]:
-    """One oracle episode per seed (text only: no tokenizer is involved)."""
-    return collect_episodes(env_id, oracle_engine(), list(seeds), **env_kwargs)
+    """One oracle episode per seed (text only: no tokenizer is involved); ``rationale``: each
+    reply writes the oracle's worked reasoning before its answer, where the env has one
+    (``TextEnv.oracle_rationale``: GSM8K's solution steps)."""
+    engine = oracle_engine(rationale=rationale)
+    return collect_episodes(env_id, engine, list(seeds), **env_kwargs)
 
 
 def sft_rows(
@@ -138,13 +141,15 @@ def make_sft_dataset(
     *,
     format: str = "messages",
     only_successful: bool = True,
+    rationale: bool = False,
     **env_kwargs: Any,
 ) -> Any:
-    """A ``datasets.Dataset`` of oracle demonstrations of ``env_id`` for ``seeds``."""
+    """A ``datasets.Dataset`` of oracle demonstrations of ``env_id`` for ``seeds`` (with the
+    oracle's worked reasoning before each answer: ``rationale``)."""
     import datasets
 
     rows = sft_rows(
-        collect_oracle_trajectories(env_id, seeds, **env_kwargs),
+        collect_oracle_trajectories(env_id, seeds, rationale=rationale, **env_kwargs),
         format=format,
         only_successful=only_successful,
     )

@@ -156,6 +156,10 @@ class Args:
     """SFT learning rate"""
     sft_batch_size: int = 8
     """SFT rows per optimizer step"""
+    sft_rationale: bool = True
+    """demonstrations write the oracle's worked reasoning before the answer where the env has
+    one (``TextEnv.oracle_rationale``: GSM8K's solution steps; the other envs have none); give
+    the replies room with ``--max-new-tokens``"""
     sft_shared_prefix: bool = True
     """run each batch's shared system prompt once (``agent_envs.adapters.trl.sft_trainer``; same
     gradients)"""
@@ -340,14 +344,19 @@ def _common_config(args: Args, stage: Stage) -> dict[str, Any]:
 
 
 def oracle_sft_rows(
-    env_id: str, episodes: int, split: tuple[float, int] | None = None
+    env_id: str,
+    episodes: int,
+    split: tuple[float, int] | None = None,
+    rationale: bool = False,
 ) -> tuple[list[dict[str, Any]], float]:
     """``(rows, oracle success rate)``: prompt-completion SFT rows (one per turn) of the
     oracle's episodes on the first ``episodes`` SFT train seeds of ``env_id`` (of the
-    ``split``'s train part, with one)."""
+    ``split``'s train part, with one; each reply with the oracle's worked reasoning first:
+    ``rationale``)."""
     from agent_envs.adapters.sft import collect_oracle_trajectories, sft_rows
 
-    trajectories = collect_oracle_trajectories(env_id, train_seeds(env_id, episodes, split=split))
+    seeds = train_seeds(env_id, episodes, split=split)
+    trajectories = collect_oracle_trajectories(env_id, seeds, rationale=rationale)
     rows = [
         {"prompt": row["prompt"], "completion": row["completion"]}
         for row in sft_rows(trajectories, format="prompt_completion")
@@ -367,7 +376,7 @@ def run_sft(args: Args, stage: Stage) -> None:
     oracle_success = {}
     for env_id in args.envs:
         env_rows, oracle_success[env_id] = oracle_sft_rows(
-            env_id, args.sft_episodes, problem_split(args)
+            env_id, args.sft_episodes, problem_split(args), args.sft_rationale
         )
         rows += env_rows
     random.Random(args.seed).shuffle(rows)

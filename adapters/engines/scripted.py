@@ -63,6 +63,7 @@ def random_engine(seed: int | None = None, *, tokenizer: Any = None) -> PolicyEn
     return PolicyEngine(RandomPolicy(seed), tokenizer=tokenizer, name="random")
 
 
-def oracle_engine(*, tokenizer: Any = None) -> PolicyEngine:
-    """The env's expert (solver or gold answer)."""
-    return PolicyEngine(OraclePolicy(), tokenizer=tokenizer, name="oracle")
+def oracle_engine(*, tokenizer: Any = None, rationale: bool = False) -> PolicyEngine:
+    """The env's expert (solver or gold answer); ``rationale``: its worked reasoning before
+    the answer, where the env has one (``OraclePolicy``)."""
+    return PolicyEngine(OraclePolicy(rationale), tokenizer=tokenizer, name="oracle")

@@ -194,6 +194,12 @@ class TextEnv(gym.Env[str, str]):
         """The expert's remaining actions from the current state (solver or gold answer)."""
         raise NotImplementedError(f"{type(self).__name__} has no oracle")
 
+    def oracle_rationale(self) -> str:
+        """The expert's worked reasoning for its next actions, as a demonstration writes it
+        before the answer (``""``: none; GSM8K: the gold solution's steps). Only demonstrations
+        that ask for it use it (:class:`~agent_envs.core.policies.OraclePolicy`)."""
+        return ""
+
     def random_actions(self, rng: Any) -> list[str]:
         """One turn of a uniform random baseline, drawn from ``rng``."""
         raise NotImplementedError(f"{type(self).__name__} has no random baseline")

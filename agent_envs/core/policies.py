@@ -35,12 +35,19 @@ class RandomPolicy:
 
 
 class OraclePolicy:
-    """Answers each turn with the next actions of the env's expert."""
+    """Answers each turn with the next actions of the env's expert; with ``rationale=True``
+    the expert's worked reasoning (:meth:`TextEnv.oracle_rationale`, where the env has one)
+    comes first, on its own lines before the answer tag (demonstrations for SFT)."""
 
     name = "oracle"
+
+    def __init__(self, rationale: bool = False) -> None:
+        self.rationale = rationale
 
     def __call__(self, env: TextEnv, observation: str) -> str:
         actions = env.oracle_actions()
         if not actions:
             return "The oracle has no action to take from here."
-        return format_answer(actions, env.answer_format)
+        answer = format_answer(actions, env.answer_format)
+        reasoning = env.oracle_rationale().strip() if self.rationale else ""
+        return f"{reasoning}\n{answer}" if reasoning else answer

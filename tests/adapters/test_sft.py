@@ -51,6 +51,23 @@ def test_sft__prompt_completion_rows_one_per_turn():
     ]
 
 
+def test_sft__rationale_puts_the_worked_steps_before_the_answer_where_the_env_has_them():
+    rows = sft_rows(
+        collect_oracle_trajectories("grl/GSM8K-v0", [3], rationale=True), format="prompt_completion"
+    )
+    reply = rows[0]["completion"][0]["content"]
+    steps, _, answer = reply.rpartition("\n")
+    assert steps and "=" in steps and "####" not in steps
+    assert answer.startswith("<answer>") and answer.endswith("</answer>")
+    plain = sft_rows(collect_oracle_trajectories("grl/GSM8K-v0", [3]), format="prompt_completion")
+    assert plain[0]["completion"][0]["content"] == answer
+    # an env without a rationale (Sokoban) writes the same replies either way
+    sokoban = [
+        collect_oracle_trajectories("grl/Sokoban-v0", [1], rationale=r) for r in (False, True)
+    ]
+    assert sft_rows(sokoban[0]) == sft_rows(sokoban[1])
+
+
 def test_sft__unsuccessful_episodes_are_dropped_unless_asked():
     trajectories = collect_episodes("grl/Sokoban-v0", oracle_engine(), [1], max_turns=1)
     assert not trajectories[0].success

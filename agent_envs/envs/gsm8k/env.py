@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from fractions import Fraction
 from typing import Any, ClassVar, SupportsFloat
 
@@ -18,6 +19,7 @@ __all__ = ["SOURCES", "GSM8KEnv"]
 
 SOURCES: tuple[str, ...] = ("generated", "jsonl", "hf")
 _FEEDBACK_ROOM = 512  # characters around the question: feedback, verdict, "Question: "
+_CALCULATOR_NOTE = re.compile(r"<<[^<>]*>>")  # the official solutions' calculator annotations
 
 
 class GSM8KEnv(TextEnv):
@@ -290,6 +292,14 @@ class GSM8KEnv(TextEnv):
     def oracle_actions(self) -> list[str]:
         """The gold answer (``[]`` once solved)."""
         return [] if self._solved_with is not None else [self._gold_text]
+
+    def oracle_rationale(self) -> str:
+        """The gold solution's steps, its calculator notes (``<<48/2=24>>``) and its ``####``
+        line left out (``""`` once solved)."""
+        if self._solved_with is not None:
+            return ""
+        steps = self.problem.answer.partition("####")[0]
+        return prompts.ascii_text(_CALCULATOR_NOTE.sub("", steps)).strip()
 
     def random_actions(self, rng: np.random.Generator) -> list[str]:
         """A guess: a number drawn uniformly from those in the question (0-100 if none)."""

@@ -63,6 +63,33 @@ def test_gsm8k_env__item_option_poses_the_official_item_and_the_oracle_solves_it
     assert env.oracle_actions() == []
 
 
+def test_gsm8k_env__oracle_rationale_is_the_solution_steps_and_still_solves():
+    env = GSM8KEnv()
+    observation, _ = env.reset(seed=0, options={"item": NATALIA})
+    rationale = "Natalia sold 48/2 = 24 clips in May.\nNatalia sold 48+24 = 72 clips altogether"
+    assert env.oracle_rationale().startswith(rationale)
+    assert "<<" not in env.oracle_rationale() and "####" not in env.oracle_rationale()
+    reply = OraclePolicy(rationale=True)(env, observation)
+    assert reply == f"{env.oracle_rationale()}\n<answer>72</answer>"
+    assert OraclePolicy()(env, observation) == "<answer>72</answer>"  # the leaderboard's oracle
+    _, reward, terminated, _, info = env.step(reply)
+    assert reward == 1.0 and terminated and info["success"]
+    assert env.oracle_rationale() == ""
+
+
+@pytest.mark.parametrize("kwargs", list(PRESETS.values()), ids=list(PRESETS))
+def test_gsm8k_env__the_reasoning_oracle_solves_every_preset(kwargs):
+    """Numbers in the worked steps never stand in for the tagged answer."""
+    env = GSM8KEnv(**kwargs)
+    policy = OraclePolicy(rationale=True)
+    for seed in range(20):
+        observation, _ = env.reset(seed=seed)
+        reply = policy(env, observation)
+        assert reply.count("\n") >= 1 and "<<" not in reply, reply
+        _, reward, terminated, _, info = env.step(reply)
+        assert reward == 1.0 and terminated and info["success"], (seed, reply, info)
+
+
 def test_gsm8k_env__retry_preset_gives_feedback_and_the_question_again():
     env = GSM8KEnv(**PRESETS["grl/GSM8K-5turn-v0"])
     env.reset(seed=0, options={"item": NATALIA})
