@@ -37,7 +37,8 @@ cannot tell who played it, on which seeds. A run's manifest therefore pins what 
 
 A manifest written before pins existed has no ``pins``: its seed lists and commit are still
 checked, its scripted agents still re-played; its model rows are reported as not re-scored
-("no weights pin").
+("no weights pin"). Resuming such a run (an agent joining it) pins every model agent's
+checkpoint as it is then (``run.check_pins``), so its rows are re-scored from then on.
 """
 
 from __future__ import annotations

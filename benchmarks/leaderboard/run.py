@@ -783,9 +783,14 @@ def check_reused(
 
 def check_pins(manifest: dict[str, Any], pins: dict[str, Any]) -> None:
     """Resuming: refuse when a model agent's checkpoint is not the one its episodes were
-    played with (its weights hash changed); agents joining the run add their pins."""
+    played with (its weights hash changed); agents joining the run add their pins. A run
+    written before pins gets them from this session on: every model agent's checkpoint as it
+    is now (re-scoring its recorded tokens is what ties its rows to those weights), the code
+    pin left to the manifest's ``environment``."""
     old = manifest.get("pins")
-    if old is None:  # a run written before pins: its model rows stay unpinned
+    if old is None:
+        manifest["pins"] = {key: value for key, value in pins.items() if key != "code"}
+        manifest["pins"]["added"] = "on resuming a run written before pins"
         return
     for name, pin in pins["agents"].items():
         before = old["agents"].get(name)

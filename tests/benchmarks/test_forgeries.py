@@ -86,6 +86,28 @@ def test_forgeries__a_run_without_pins_names_what_it_cannot_check(base, tmp_path
     assert any("not its published list" in p for p in leaderboard.validate(run, notes=[]))
 
 
+def test_forgeries__resuming_a_run_without_pins_pins_its_models_from_then_on(base, tmp_path):
+    """Agents of a run written before pins get pinned when it is resumed (a checkpoint that
+    is not what played fails the re-score); the commit checked stays the manifest's own."""
+    from agent_envs.benchmarks.leaderboard.run import check_pins
+
+    run = tmp_path / "old"
+    shutil.copytree(base, run)
+    manifest = json.loads((run / "manifest.json").read_text())
+    del manifest["pins"]
+    check_pins(manifest, provenance.pins_of(manifest["settings"]))
+    assert set(manifest["pins"]["agents"]) == {"a", "b"} and "code" not in manifest["pins"]
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    notes: list[str] = []
+    assert leaderboard.validate(run, rescore_limit=10**6, notes=notes) == []
+    assert any(note.startswith("a: re-scored 4 of 4 episodes") for note in notes), notes
+    # the pins hold from then on: a checkpoint other than the pinned one is a problem
+    pins = manifest["pins"]["agents"]
+    pins["a"]["weights_sha256"] = pins["b"]["weights_sha256"]
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    assert any("the pin says" in p for p in leaderboard.validate(run, notes=[]))
+
+
 def test_forgeries__a_checkpoint_that_is_not_here_is_noted_not_failed(base, tmp_path):
     run = tmp_path / "moved"
     shutil.copytree(base, run)
