@@ -56,13 +56,16 @@ FAMILIES = {
 #: on nothing) of the SFT and RL models; a family missing here has no run yet
 SUMMARY_RUNS: dict[str, dict[str, Any]] = {
     "Sokoban": {
-        "folder": "leaderboard",
-        "stages": ["logs/sft/stage.json", "logs/gigpo/stage.json"],
+        "folder": "sokoban/leaderboard",
+        "stages": ["sokoban/logs/sft/stage.json", "sokoban/logs/gigpo/stage.json"],
         "zero-shot": "smollm2",
         "SFT": "smollm2-sft",
         "RL": "smollm2-sft-gigpo",
-        "note": "1-epoch SFT, 20 RL steps; a 2-epoch SFT run is in progress "
-        "(`sokoban/sft-2epochs/`, no validating eval yet)",
+        "fresh": "sokoban/fresh300",
+        "note": "2-epoch SFT on 1,000 oracle episodes, GiGPO 112 steps of 4 groups of 4 with a "
+        "KL penalty (the Blocksworld recipe); kept steps 40 and 80 in the same run folder; the "
+        "first runs (1-epoch SFT, 20 RL steps, 100 seeds) are in `leaderboard/` "
+        '(`README.md`, "Summary and Sokoban")',
     },
     "Blocksworld": {
         "folder": "blocksworld/rerun300/leaderboard",
