@@ -81,6 +81,15 @@ SUMMARY_RUNS: dict[str, dict[str, Any]] = {
         "few problems for held-out ones without `--problem-split` (`blocksworld/training.md`, "
         '"Counted over problems")',
     },
+    "GSM8K": {
+        "folder": "gsm8k/leaderboard",
+        "stages": ["gsm8k/logs/sft/stage.json"],
+        "zero-shot": "smollm2",
+        "SFT": "smollm2-sft",
+        "RL": None,
+        "note": "SFT on 1,000 generated problems whose demonstrations write the solution's "
+        "steps before the answer (`--sft-rationale`); no RL stage yet (`gsm8k/README.md`)",
+    },
 }
 
 
