@@ -68,7 +68,7 @@ def _trainers(args: Args, folder: str) -> tuple[Any, Any]:
     if args.model == "smollm2":
         base = os.path.join(folder, "base")
         save_smollm2_checkpoint(base)
-    rows, _ = train.oracle_sft_rows(args.env_id, args.episodes)
+    rows, _ = train.oracle_sft_rows(args.env_id, train.train_seeds(args.env_id, args.episodes))
     dataset = datasets.Dataset.from_list(rows)
     tokenizer = AutoTokenizer.from_pretrained(base)
     models = [AutoModelForCausalLM.from_pretrained(base) for _ in range(2)]

@@ -88,6 +88,8 @@ __all__ = [
     "problem_split",
     "problems_of",
     "rl_seeds",
+    "rl_seeds_by_env",
+    "sft_seeds",
     "stage_train_seeds",
     "train_seeds",
     "trained_problems",
@@ -343,19 +345,21 @@ def _common_config(args: Args, stage: Stage) -> dict[str, Any]:
     )
 
 
+def sft_seeds(args: Args) -> dict[str, list[int]]:
+    """``env_id -> seeds`` of the SFT episodes: the first ``sft_episodes`` SFT train seeds of
+    each env (of the ``--problem-split`` train part, with one)."""
+    split = problem_split(args)
+    return {env_id: train_seeds(env_id, args.sft_episodes, split=split) for env_id in args.envs}
+
+
 def oracle_sft_rows(
-    env_id: str,
-    episodes: int,
-    split: tuple[float, int] | None = None,
-    rationale: bool = False,
+    env_id: str, seeds: Sequence[int], rationale: bool = False
 ) -> tuple[list[dict[str, Any]], float]:
     """``(rows, oracle success rate)``: prompt-completion SFT rows (one per turn) of the
-    oracle's episodes on the first ``episodes`` SFT train seeds of ``env_id`` (of the
-    ``split``'s train part, with one; each reply with the oracle's worked reasoning first:
-    ``rationale``)."""
+    oracle's episodes of ``env_id`` on ``seeds`` (each reply with the oracle's worked reasoning
+    first: ``rationale``)."""
     from agent_envs.adapters.sft import collect_oracle_trajectories, sft_rows
 
-    seeds = train_seeds(env_id, episodes, split=split)
     trajectories = collect_oracle_trajectories(env_id, seeds, rationale=rationale)
     rows = [
         {"prompt": row["prompt"], "completion": row["completion"]}
@@ -374,9 +378,10 @@ def run_sft(args: Args, stage: Stage) -> None:
     clock = StageClock(checkpoint)
     rows: list[dict[str, Any]] = []
     oracle_success = {}
+    seeds = sft_seeds(args)
     for env_id in args.envs:
         env_rows, oracle_success[env_id] = oracle_sft_rows(
-            env_id, args.sft_episodes, problem_split(args), args.sft_rationale
+            env_id, seeds[env_id], args.sft_rationale
         )
         rows += env_rows
     random.Random(args.seed).shuffle(rows)
@@ -409,10 +414,7 @@ def run_sft(args: Args, stage: Stage) -> None:
         device=device_name(args.device),
         rows=len(rows),
         oracle_success=oracle_success,
-        train_seeds={
-            env_id: train_seeds(env_id, args.sft_episodes, split=problem_split(args))
-            for env_id in args.envs
-        },
+        train_seeds=seeds,
         steps=trainer.state.global_step,
         first_loss=losses[0] if losses else None,
         last_loss=losses[-1] if losses else None,
@@ -452,6 +454,14 @@ def rl_seeds(args: Args, steps: int | None = None) -> list[tuple[str, int]]:
     seeds = {env_id: train_seeds(env_id, per_env, stream=1, split=split) for env_id in args.envs}
     pairs = [(env_id, seeds[env_id][index]) for index in range(per_env) for env_id in args.envs]
     return pairs[:needed]
+
+
+def rl_seeds_by_env(args: Args, steps: int) -> dict[str, list[int]]:
+    """``env_id -> seeds`` of the RL prompts of the first ``steps`` steps (:func:`rl_seeds`)."""
+    seeds: dict[str, list[int]] = {env_id: [] for env_id in args.envs}
+    for env_id, seed in rl_seeds(args, steps):
+        seeds[env_id].append(seed)
+    return seeds
 
 
 def _rl_dataset(args: Args) -> Any:
@@ -542,14 +552,11 @@ def run_rl(args: Args, stage: Stage, sft: Stage) -> None:
     trainer.train(resume_from_checkpoint=checkpoint)
     save_merged(trainer.model, tokenizer, stage.model_dir)
     stage.write_log(trainer.state.log_history)
-    played: dict[str, list[int]] = {env_id: [] for env_id in args.envs}
-    for env_id, seed in rl_seeds(args, trainer.state.global_step):
-        played[env_id].append(seed)
     stage.finish(
         clock,
         device=device_name(args.device),
         steps=trainer.state.global_step,
-        train_seeds=played,
+        train_seeds=rl_seeds_by_env(args, trainer.state.global_step),
         settings=_settings(args),
     )
 
@@ -602,12 +609,8 @@ def stage_train_seeds(record: dict[str, Any]) -> dict[str, list[int]]:
         problem_split_seed=int(settings.get("problem_split_seed", 0)),
     )
     if record["stage"] == "sft":
-        split = problem_split(args)
-        return {e: train_seeds(e, args.sft_episodes, split=split) for e in args.envs}
-    seeds: dict[str, list[int]] = {env_id: [] for env_id in args.envs}
-    for env_id, seed in rl_seeds(args, record["steps"]):
-        seeds[env_id].append(seed)
-    return seeds
+        return sft_seeds(args)
+    return rl_seeds_by_env(args, record["steps"])
 
 
 def problems_of(records: Sequence[dict[str, Any]]) -> dict[str, set[str]]:

@@ -405,8 +405,9 @@ def summary_rows(root: Path) -> dict[str, dict[str, Any] | None]:
         if run.get("fresh") and keys:
             fresh_folder = root / run["fresh"]
             fresh_keys = run_problem_keys(fresh_folder, env_id)
+            seen = dealt | trained
             held = [seed for seed, key in fresh_keys.items()
-                    if seed not in keys and key not in dealt | trained]  # fmt: skip
+                    if seed not in keys and key not in seen]  # fmt: skip
             played = run_successes(fresh_folder)
             a = played.get((agents["SFT"], env_id), {})
             b = played.get((agents["RL"], env_id), {})

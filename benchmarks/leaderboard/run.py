@@ -6,9 +6,10 @@ preset: random and oracle on every registered id (20 seeds each) and, when torch
 GSM8K) and their first 4 seeds (one batch per id: 7 batched turns, Sokoban 6 and GSM8K 1), at
 most 64 new tokens a turn: offline, CPU. Every agent plays each env's own turn budget: the
 preset stays quick by the model row's seeds and envs (the console and the report's header say
-which), never by shortening its episodes. Measured on a shared 2-core machine at load 10 falling to
-4.5 (``uptime``): 24.7 min wall, 458 s of CPU (``agent-envs leaderboard``, 808 episodes, ~20
-min of the wall the 8 model episodes); the preset before (4 seeds of Sokoban, Blocksworld and
+which), never by shortening its episodes. ``make run`` on a quiet 2-core machine (load ~1),
+from a fresh clone: 4 min 49 s wall and 382 s of CPU, set-up included, 230 s of it the run
+(808 episodes; ``benchmarks/results/make_run.md``); at load 10 falling to 4.5 the run took
+24.7 min wall and 458 s of CPU; the preset before (4 seeds of Sokoban, Blocksworld and
 GSM8K: 18 batched turns) took 52.5 min wall and 1,369 s of CPU on a busy machine. Other
 presets:
 ``--preset grl`` (GRL's evaluation tasks at their registered budgets, 256 episodes per task)

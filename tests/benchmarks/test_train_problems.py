@@ -253,15 +253,14 @@ def test_committed_sokoban__the_headline_from_its_episodes():
     assert list(keys) == eval_seeds(sokoban, 300)
     assert list(fresh_keys) == eval_seeds(sokoban, 600)[300:]
     seen = trained | set(keys.values())
-    for name, where, seeds in (
-        ("all", folder, list(keys)),
-        ("held out", folder, [s for s, key in keys.items() if key not in trained]),
-        ("fresh", fresh, [s for s, key in fresh_keys.items() if key not in seen]),
+    for name, where, dealt, seeds in (
+        ("all", folder, keys, list(keys)),
+        ("held out", folder, keys, [s for s, key in keys.items() if key not in trained]),
+        ("fresh", fresh, fresh_keys, [s for s, key in fresh_keys.items() if key not in seen]),
     ):
         successes = problems.run_successes(where)
         sft, rl = successes["smollm2-sft", sokoban], successes["smollm2-sft-gigpo", sokoban]
-        both = keys if where == folder else fresh_keys
-        over = problems.compare(sft, rl, both, seeds)["problems"]
+        over = problems.compare(sft, rl, dealt, seeds)["problems"]
         shown = (
             f"{over['mean']:+.3f} [{over['low']:+.3f}, {over['high']:+.3f}] "
             f"({len(seeds)} seeds, {over['problems']} problems)"
@@ -269,7 +268,7 @@ def test_committed_sokoban__the_headline_from_its_episodes():
         assert shown in notes, (name, shown)
         if name == "fresh":
             # random on the same fresh seeds: SFT beats it, and RL beats SFT, both above 0
-            floor = problems.compare(successes["random", sokoban], sft, both, seeds)["problems"]
+            floor = problems.compare(successes["random", sokoban], sft, dealt, seeds)["problems"]
             assert floor["low"] > 0 and over["low"] > 0
 
 
