@@ -67,6 +67,14 @@ SUMMARY_RUNS: dict[str, dict[str, Any]] = {
         "first runs (1-epoch SFT, 20 RL steps, 100 seeds) are in `leaderboard/` "
         '(`README.md`, "Summary and Sokoban")',
     },
+    "Tetris": {
+        "folder": "tetris/leaderboard",
+        "stages": ["tetris/logs/sft/stage.json"],
+        "zero-shot": "smollm2",
+        "SFT": "smollm2-sft",
+        "RL": None,
+        "note": "2-epoch SFT on 500 oracle episodes; no RL stage yet (`tetris/README.md`)",
+    },
     "Blocksworld": {
         "folder": "blocksworld/rerun300/leaderboard",
         "stages": [
@@ -89,6 +97,23 @@ SUMMARY_RUNS: dict[str, dict[str, Any]] = {
         "RL": None,
         "note": "SFT on 1,000 generated problems whose demonstrations write the solution's "
         "steps before the answer (`--sft-rationale`); no RL stage yet (`gsm8k/README.md`)",
+    },
+    "BIRD": {
+        "folder": "bird/leaderboard",
+        "stages": [],
+        "zero-shot": None,
+        "SFT": None,
+        "RL": None,
+        "note": "random and oracle only: the built-in databases pose 36 questions, so a trained "
+        "row needs `--problem-split` (`bird/README.md`)",
+    },
+    "WebShop": {
+        "folder": "webshop/leaderboard",
+        "stages": [],
+        "zero-shot": None,
+        "SFT": None,
+        "RL": None,
+        "note": "random and oracle only; no model trained yet (`webshop/README.md`)",
     },
 }
 
@@ -421,7 +446,8 @@ def summary_rows(root: Path) -> dict[str, dict[str, Any] | None]:
         rows[family] = {"env_id": env_id, "folder": run["folder"], "note": run.get("note", ""),
                         "cells": cells, "deltas": deltas, "fresh": fresh,
                         "problems": len(dealt) if keys else None,
-                        "trained_on": len(dealt & trained) if keys else None}  # fmt: skip
+                        "trained_on": len(dealt & trained) if keys and records else None,
+                        }  # fmt: skip
     return rows
 
 
@@ -489,7 +515,11 @@ def write_summary(
                 f"problems, `{fresh['folder']}`)"
             )
         seeds = "/".join(str(n) for n in sorted({cell["n"] for cell in cells.values()}))
-        trained = "" if row["problems"] is None else f"{row['trained_on']} of {row['problems']}"
+        trained = ""
+        if row["trained_on"] is not None:
+            trained = f"{row['trained_on']} of {row['problems']}"
+        elif row["problems"] is not None:  # no stage record: nothing trained yet
+            trained = f"no training ({row['problems']} problems)"
         lines.append(
             f"| {family} | `{row['env_id']}` | {seeds} | {trained} | {' | '.join(shown)} | "
             f"{' | '.join(deltas)} | `{row['folder']}` |"
