@@ -30,9 +30,12 @@ from agent_envs.benchmarks.train import (
 
 __all__ = [
     "FAMILIES",
+    "MULTI_ENV_RUN",
     "SUMMARY_COLUMNS",
     "SUMMARY_RUNS",
     "eval_curve_points",
+    "multi_env_lines",
+    "multi_env_rows",
     "problem_lines",
     "run_curves",
     "summary_rows",
@@ -377,16 +380,22 @@ def problem_lines(args: Args) -> list[str]:
 
 SUMMARY_COLUMNS = ("random", "zero-shot", "SFT", "RL")
 
+#: the run of the one model trained on every family (a mixture of the six ids in one SFT and
+#: one RL stage), laid out as a :data:`SUMMARY_RUNS` entry; the summary pairs it with each
+#: family's specialist on the eval seeds both played (``None``: not run yet)
+MULTI_ENV_RUN: dict[str, Any] | None = None
+
 
 def summary_rows(root: Path) -> dict[str, dict[str, Any] | None]:
     """``family -> row`` of the summary page from the committed runs under ``root``
     (:data:`SUMMARY_RUNS`; ``None``: no run yet): per column the agent, its success with the
-    Wilson interval and its random-normalized score, from the run's ``summary.json``; ``Δ``
-    SFT − zero-shot and RL − SFT, paired (Newcombe), where both played, and the same Δ with
-    its interval counted over problems (``"problems"``: a cluster bootstrap, from the run's
-    episodes, when they are committed); ``"fresh"``: RL − SFT in the run's ``fresh`` folder
-    on the seeds that are not eval seeds and whose problem is neither trained on nor dealt by
-    an eval seed (over problems), with how many such seeds and problems there are."""
+    Wilson interval and its random-normalized score, from the run's ``summary.json``;
+    ``"held"``: the gains on the eval seeds whose problem no stage of the run trained on, over
+    problems (a cluster bootstrap, from the run's episodes), SFT against random and zero-shot
+    and RL against SFT; ``"rl"``: RL − SFT on every eval seed, over seeds (Newcombe) and over
+    problems; ``"fresh"``: RL − SFT in the run's ``fresh`` folder on the seeds that are not
+    eval seeds and whose problem is neither trained on nor dealt by an eval seed (over
+    problems), with how many such seeds and problems there are."""
     from agent_envs.benchmarks.leaderboard.problems import (
         compare,
         run_problem_keys,
@@ -408,35 +417,32 @@ def summary_rows(root: Path) -> dict[str, dict[str, Any] | None]:
                      "normalized": per_env[agent].get("normalized")}
             for column, agent in agents.items() if agent in per_env
         }  # fmt: skip
-        pairs = {(pair["a"], pair["b"]): pair for pair in summary["paired"]}
         folder = root / run["folder"]
         episodes = episodes_file(folder).exists()
         successes = run_successes(folder) if episodes else {}
         keys = run_problem_keys(folder, env_id) if episodes else {}
         records = [json.loads((root / path).read_text(encoding="utf-8")) for path in run["stages"]]
         trained = problems_of(records).get(env_id, set())
-        deltas = {}
-        for column, against in (("SFT", "zero-shot"), ("RL", "SFT")):
-            pair = pairs.get((agents[against], agents[column]))
-            if pair and env_id in pair["per_env"]:
-                deltas[column] = {**pair["per_env"][env_id]["success"], "against": against}
-                a = successes.get((agents[against], env_id), {})
-                b = successes.get((agents[column], env_id), {})
-                both = [seed for seed in keys if seed in a and seed in b]
-                if both:
-                    deltas[column]["problems"] = compare(a, b, keys, both)["problems"]
+        held = [seed for seed, key in keys.items() if key not in trained]
+
+        played = {column: successes.get((agent, env_id), {}) for column, agent in agents.items()}
+        gains = {}
+        for column, against in (("SFT", "random"), ("SFT", "zero-shot"), ("RL", "SFT")):
+            result = _paired(played[against], played[column], keys, held)
+            gains[column, against] = result and result["problems"]
+        rl = _paired(played["SFT"], played["RL"], keys, list(keys))
         dealt = set(keys.values())
         fresh = None
         if run.get("fresh") and keys:
             fresh_folder = root / run["fresh"]
             fresh_keys = run_problem_keys(fresh_folder, env_id)
             seen = dealt | trained
-            held = [seed for seed, key in fresh_keys.items()
-                    if seed not in keys and key not in seen]  # fmt: skip
+            fresh_held = [seed for seed, key in fresh_keys.items()
+                          if seed not in keys and key not in seen]  # fmt: skip
             played = run_successes(fresh_folder)
             a = played.get((agents["SFT"], env_id), {})
             b = played.get((agents["RL"], env_id), {})
-            both = [seed for seed in held if seed in a and seed in b]
+            both = [seed for seed in fresh_held if seed in a and seed in b]
             fresh = {
                 "folder": run["fresh"],
                 "seeds": len(both),
@@ -444,20 +450,67 @@ def summary_rows(root: Path) -> dict[str, dict[str, Any] | None]:
                 "delta": compare(a, b, fresh_keys, both)["problems"] if both else None,
             }
         rows[family] = {"env_id": env_id, "folder": run["folder"], "note": run.get("note", ""),
-                        "cells": cells, "deltas": deltas, "fresh": fresh,
-                        "problems": len(dealt) if keys else None,
+                        "cells": cells, "held": gains, "rl": rl, "fresh": fresh,
+                        "held_seeds": len(held), "problems": len(dealt) if keys else None,
                         "trained_on": len(dealt & trained) if keys and records else None,
                         }  # fmt: skip
+    return rows
+
+
+def _paired(
+    a: dict[int, float], b: dict[int, float], keys: dict[int, str], seeds: Sequence[int]
+) -> dict[str, Any] | None:
+    """``compare`` of ``b - a`` on those of ``seeds`` both played; ``None`` where none."""
+    from agent_envs.benchmarks.leaderboard.problems import compare
+
+    both = [seed for seed in seeds if seed in a and seed in b]
+    return compare(a, b, keys, both) if both else None
+
+
+def multi_env_rows(root: Path) -> dict[str, dict[str, Any]] | None:
+    """``family -> {"SFT": ..., "RL": ...}`` of the multi-env model (:data:`MULTI_ENV_RUN`)
+    against each family's specialist (:data:`SUMMARY_RUNS`): both successes on the eval seeds
+    both runs played and the paired Δ multi-env − specialist over problems (``None`` where one
+    of them has no such row); ``None`` when the multi-env model has no run yet."""
+    from agent_envs.benchmarks.leaderboard.problems import (
+        compare,
+        run_problem_keys,
+        run_successes,
+    )
+
+    multi = MULTI_ENV_RUN
+    if multi is None or not (root / multi["folder"] / "summary.json").exists():
+        return None
+    mixed = run_successes(root / multi["folder"])
+    mixed_envs = {env_id for _, env_id in mixed}
+    rows: dict[str, dict[str, Any]] = {}
+    for family, env_id in FAMILIES.items():
+        run, row = SUMMARY_RUNS.get(family), {}
+        alone = run_successes(root / run["folder"]) if run else {}
+        played = env_id in mixed_envs and alone
+        keys = run_problem_keys(root / multi["folder"], env_id) if played else {}
+        for column in ("SFT", "RL"):
+            a = alone.get((run and run.get(column), env_id), {})
+            b = mixed.get((multi.get(column), env_id), {})
+            both = [seed for seed in keys if seed in a and seed in b]
+            row[column] = both and {
+                "specialist": sum(a[seed] for seed in both) / len(both),
+                "multi": sum(b[seed] for seed in both) / len(both),
+                "seeds": len(both),
+                "delta": compare(a, b, keys, both)["problems"],
+            }
+        rows[family] = row
     return rows
 
 
 def write_summary(
     root: Path = Path("benchmarks/results/training"), out: Path | None = None
 ) -> list[Path]:
-    """``<out>/summary.md`` (family x random / zero-shot / SFT / RL: success with Wilson 95%
-    intervals, paired Δ) and ``<out>/summary.png`` (random-normalized scores; ``out``
-    defaults to ``root``), from the committed runs under ``root`` (:func:`summary_rows`);
-    families without a run say so."""
+    """``<out>/summary.md`` and ``<out>/summary.png`` (``out`` defaults to ``root``) from the
+    committed runs under ``root`` (:func:`summary_rows`, :func:`multi_env_rows`): success per
+    family x random / zero-shot / SFT / RL with Wilson 95% intervals; the gains on problems
+    never trained on, with issue 33's targets met or not; the multi-env model against the
+    specialists; a figure of random-normalized scores. Families without a run say so."""
     out = root if out is None else out
     import matplotlib
 
@@ -469,63 +522,102 @@ def write_summary(
         "# Training results: every family",
         "",
         "Written by `agent-envs train --summary` from the committed leaderboard run folders "
-        "named in each row (each `--validate`s by replay). Success: greedy, on that run's eval "
-        "seeds, with its Wilson 95% interval; Δ: paired on the seeds both played (Newcombe's "
-        "95% interval), SFT against zero-shot, RL against SFT. Intervals count seeds; where "
-        'seeds repeat problems the columns "over problems" count them over distinct problems '
-        '(a cluster bootstrap, `agent_envs.benchmarks.leaderboard.problems`). "Eval problems '
-        "trained on\": of the distinct problems the eval seeds deal, those the run's SFT and RL "
-        'stages (the `stage.json` records each row names in `SUMMARY_RUNS`) trained on. "Δ RL, '
-        'fresh held-out problems": RL − SFT over problems in a second run on fresh seeds '
-        "(chosen on nothing), on those whose problem was neither trained on nor dealt by an "
-        "eval seed.",
+        "named in each row (each `--validate`s by replay). Success: greedy, the full turn "
+        "budget, on that run's eval seeds (published, chosen before training), with its Wilson "
+        '95% interval. "Eval problems": the distinct problems the eval seeds deal '
+        "(`TextEnv.problem_key()`: start state and goal), and how many of them the run's SFT "
+        "and RL stages (the `stage.json` records each row names in `SUMMARY_RUNS`) trained on.",
         "",
-        "| family | id | n | eval problems trained on | random | zero-shot | SFT | RL | Δ SFT "
-        "| Δ RL | Δ SFT, over problems | Δ RL, over problems | Δ RL, fresh held-out problems "
-        "| run |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "## Success",
+        "",
+        "| family | id | eval seeds | eval problems (trained on) | random | zero-shot | SFT "
+        "| RL | run |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for family, row in rows.items():
         if row is None:
-            lines.append(f"| {family} | `{FAMILIES[family]}` | | | not run yet |{' |' * 9}")
+            lines.append(f"| {family} | `{FAMILIES[family]}` | | | not run yet |{' |' * 4}")
             continue
         cells = row["cells"]
-        shown = []
-        for column in SUMMARY_COLUMNS:
-            cell = cells.get(column)
-            shown.append(
-                f"{cell['mean']:.2f} [{cell['low']:.2f}, {cell['high']:.2f}] (`{cell['agent']}`)"
-                if cell
-                else "not run"
-            )
-        deltas = [_delta(row["deltas"].get(column)) or "—" for column in ("SFT", "RL")]
-        for column in ("SFT", "RL"):
-            clustered = row["deltas"].get(column, {}).get("problems")
-            deltas.append(
-                f"{_delta(clustered)} ({clustered['problems']} problems)" if clustered else "—"
-            )
+        shown = [
+            f"{cell['mean']:.2f} [{cell['low']:.2f}, {cell['high']:.2f}] (`{cell['agent']}`)"
+            if (cell := cells.get(column))
+            else "not run"
+            for column in SUMMARY_COLUMNS
+        ]
+        seeds = "/".join(str(n) for n in sorted({cell["n"] for cell in cells.values()}))
+        problems = ""
+        if row["trained_on"] is not None:
+            problems = f"{row['problems']} ({row['trained_on']})"
+        elif row["problems"] is not None:  # no stage record: nothing trained yet
+            problems = f"{row['problems']} (no training)"
+        lines.append(
+            f"| {family} | `{row['env_id']}` | {seeds} | {problems} | {' | '.join(shown)} | "
+            f"`{row['folder']}` |"
+        )
+    lines += [
+        "",
+        "## Gains on problems never trained on",
+        "",
+        "Paired differences, each with its 95% interval counted over distinct problems (a "
+        "cluster bootstrap, `agent_envs.benchmarks.leaderboard.problems`: seeds that repeat a "
+        "problem repeat a greedy outcome). The first three columns are on the eval seeds whose "
+        'problem the run never trained on; "RL − SFT, all eval seeds" counts every eval seed '
+        '(with Newcombe\'s interval over seeds beside it); "RL − SFT, fresh" is a second run '
+        "on fresh seeds (chosen on nothing) on those whose problem was neither trained on nor "
+        "dealt by an eval seed. Issue 33's targets: SFT beats random (lower bound > 0) on "
+        "every family, RL beats its SFT model on fresh held-out problems on at least four.",
+        "",
+        "| family | held-out eval seeds | SFT − random | SFT − zero-shot | RL − SFT "
+        "| RL − SFT, all eval seeds | RL − SFT, fresh | SFT beats random | RL beats SFT |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
+    met = {"SFT": 0, "RL": 0}
+    for family, row in rows.items():
+        if row is None:
+            lines.append(f"| {family} |{' |' * 8}")
+            continue
+        held = row["held"]
+        shown = [
+            f"{_delta(d)} ({d['problems']} problems)" if (d := held[pair]) else "—"
+            for pair in (("SFT", "random"), ("SFT", "zero-shot"), ("RL", "SFT"))
+        ]
+        rl = row["rl"]
+        shown.append(
+            f"{_delta(rl['problems'])} ({rl['problems']['problems']} problems; over seeds "
+            f"{_delta(rl['seeds'])})" if rl else "—"
+        )  # fmt: skip
         fresh = row["fresh"]
         if fresh is None:
-            deltas.append("not run")
+            shown.append("not run")
         elif fresh["delta"] is None:
-            deltas.append(f"none held out (`{fresh['folder']}`)")
+            shown.append(f"none held out (`{fresh['folder']}`)")
         else:
-            deltas.append(
+            shown.append(
                 f"{_delta(fresh['delta'])} ({fresh['seeds']} seeds, {fresh['problems']} "
                 f"problems, `{fresh['folder']}`)"
             )
-        seeds = "/".join(str(n) for n in sorted({cell["n"] for cell in cells.values()}))
-        trained = ""
-        if row["trained_on"] is not None:
-            trained = f"{row['trained_on']} of {row['problems']}"
-        elif row["problems"] is not None:  # no stage record: nothing trained yet
-            trained = f"no training ({row['problems']} problems)"
+        verdicts = []
+        for column, gain in (("SFT", held["SFT", "random"]), ("RL", fresh and fresh["delta"])):
+            if gain is not None:
+                verdicts.append("yes" if gain["low"] > 0 else "no")
+                met[column] += gain["low"] > 0
+            elif column in row["cells"] and not row["held_seeds"]:
+                verdicts.append("no held-out problems")
+            else:
+                verdicts.append("not run")
         lines.append(
-            f"| {family} | `{row['env_id']}` | {seeds} | {trained} | {' | '.join(shown)} | "
-            f"{' | '.join(deltas)} | `{row['folder']}` |"
+            f"| {family} | {row['held_seeds']} | {' | '.join(shown)} | {' | '.join(verdicts)} |"
         )
+    lines += [
+        "",
+        f"SFT beats random on {met['SFT']} of {len(rows)} families (target: all); RL beats "
+        f"its SFT model on fresh held-out problems on {met['RL']} of {len(rows)} (target: 4).",
+        "",
+        *multi_env_lines(root),
+    ]
     notes = [f"- {family}: {row['note']}" for family, row in rows.items() if row and row["note"]]
-    lines += ["", "Notes:", "", *notes, "", "![random-normalized scores](summary.png)", ""]
+    lines += ["Notes:", "", *notes, "", "![random-normalized scores](summary.png)", ""]
     out.mkdir(parents=True, exist_ok=True)
     path = out / "summary.md"
     path.write_text("\n".join(lines), encoding="utf-8")
@@ -558,6 +650,40 @@ def write_summary(
     figure.savefig(figure_path)
     plt.close(figure)
     return [path, figure_path]
+
+
+def multi_env_lines(root: Path) -> list[str]:
+    """The summary's section on the multi-env model (:func:`multi_env_rows`)."""
+    lines = ["## One model for every family", ""]
+    rows = multi_env_rows(root)
+    if rows is None:
+        return [
+            *lines,
+            "Not run yet: no run of one SFT + RL model over the mixture of the six families "
+            "(`MULTI_ENV_RUN` in `agent_envs.benchmarks.train_report`).",
+            "",
+        ]
+    multi = MULTI_ENV_RUN or {}
+    lines += [
+        f"`{multi['folder']}`: one model, SFT (`{multi['SFT']}`) then RL (`{multi['RL']}`) on "
+        "the mixture of the six families, against each family's specialist above, on the eval "
+        "seeds both played; Δ multi-env − specialist, paired, its 95% interval over problems.",
+        "",
+        "| family | specialist SFT | multi-env SFT | Δ SFT | specialist RL | multi-env RL | Δ RL |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for family, row in rows.items():
+        shown = []
+        for column in ("SFT", "RL"):
+            cell = row[column]
+            shown += (
+                [f"{cell['specialist']:.3f}", f"{cell['multi']:.3f} (n={cell['seeds']})",
+                 _delta(cell["delta"])]
+                if cell else ["—", "—", "—"]
+            )  # fmt: skip
+        lines.append(f"| {family} | {' | '.join(shown)} |")
+    note = multi.get("note")
+    return lines + (["", note] if note else []) + [""]
 
 
 def _smooth(values: Sequence[float], width: int = 5) -> list[float]:

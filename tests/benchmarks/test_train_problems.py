@@ -181,15 +181,46 @@ def test_summary__every_family_has_a_row_and_missing_runs_say_so(tmp_path, monke
         assert text.count(f"| {family} | `{env_id}` |") == 1
     assert "| Sokoban | `grl/Sokoban-v0` | | | not run yet |" in text
     # a run with no stage record (random and oracle only) counts its problems, none trained
-    assert "| BIRD | `grl/BIRD-v0` | 300 | no training (36 problems) |" in text
+    assert "| BIRD | `grl/BIRD-v0` | 300 | 36 (no training) |" in text
     summary = json.loads((TRAINING / runs["Blocksworld"]["folder"] / "summary.json").read_text())
     rl = summary["per_env"][BLOCKSWORLD]["smollm2-sft-gigpo-kl1-112"]["success"]
     assert f"{rl['mean']:.2f} [{rl['low']:.2f}, {rl['high']:.2f}]" in text
-    assert "| 300 | 132 of 132 |" in text  # every eval problem was trained on
-    assert "+0.103 [+0.023, +0.185] (132 problems)" in text
-    # every problem of Blocksworld-v0 was trained on: its fresh seeds hold none out
-    assert "none held out (`blocksworld/fresh600/leaderboard`)" in text
+    assert "| 300 | 132 (132) |" in text  # every eval problem was trained on
+    assert "+0.103 [+0.023, +0.185] (132 problems; over seeds +0.103 [+0.052, +0.154])" in text
+    # every problem of Blocksworld-v0 was trained on: its fresh seeds hold none out, and
+    # neither target can be judged on it
+    assert "none held out (`blocksworld/fresh600/leaderboard`) | no held-out problems | no " \
+        "held-out problems |" in text
+    # the Sokoban run is gone: its gains row is empty and no target counts it
+    gains = text.split("## Gains")[1].split("## One model")[0]
+    assert "| Sokoban |" + " |" * 8 in gains
+    verdicts = [line.split(" | ")[-2:] for line in gains.splitlines() if "| yes" in line]
+    assert verdicts and all(pair[0] in ("yes", "no") for pair in verdicts)
+    sft_met = sum(pair[0] == "yes" for pair in verdicts)
+    assert f"SFT beats random on {sft_met} of 6 families" in gains
+    assert "## One model for every family\n\nNot run yet" in text
     assert figure.stat().st_size > 1_000
+
+
+def test_summary__the_multi_env_model_is_paired_with_each_specialist(tmp_path, monkeypatch):
+    """A multi-env run is paired with each family's specialist on the eval seeds both played:
+    standing in for it, the Sokoban run's GiGPO model as "multi-env SFT" gives Δ SFT =
+    the specialist's RL − SFT over every eval seed; families the run lacks show dashes."""
+    runs = train_report.SUMMARY_RUNS
+    multi = {**runs["Sokoban"], "SFT": runs["Sokoban"]["RL"], "RL": "no-such-agent"}
+    monkeypatch.setattr(train_report, "MULTI_ENV_RUN", multi)
+    rows = train_report.multi_env_rows(TRAINING)
+    expected = train_report.summary_rows(TRAINING)["Sokoban"]["rl"]["problems"]
+    assert rows["Sokoban"]["SFT"]["delta"] == expected and rows["Sokoban"]["SFT"]["seeds"] == 300
+    assert not rows["Sokoban"]["RL"] and not rows["Tetris"]["SFT"]
+    page, _ = train_report.write_summary(TRAINING, tmp_path)
+    section = page.read_text().split("## One model for every family")[1]
+    sft = rows["Sokoban"]["SFT"]
+    assert (
+        f"| Sokoban | {sft['specialist']:.3f} | {sft['multi']:.3f} (n=300) | "
+        f"{expected['mean']:+.3f} [{expected['low']:+.3f}, {expected['high']:+.3f}] | — | — | — |"
+    ) in section
+    assert "| Tetris | — | — | — | — | — | — |" in section
 
 
 def test_summary__the_committed_page_is_what_its_runs_say(tmp_path):
