@@ -131,6 +131,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "agent_envs.benchmarks.server_load",
         "the env server under many concurrent clients, against OpenEnv's server",
     ),
+    "sft-episode-rows": (
+        "agent_envs.benchmarks.sft_episode_rows",
+        "SFT tokens per epoch: one row per turn against one row per episode",
+    ),
     "sft-shared-prefix": (
         "agent_envs.benchmarks.sft_shared_prefix",
         "SFT step cost: TRL's SFTTrainer against SharedPrefixSFTTrainer",

@@ -346,3 +346,98 @@ def test_train__keep_steps_saves_the_intermediate_models_merged(tmp_path):
     assert step1.keys() == final.keys()
     assert not any("lora" in name for name in step1)  # merged: a plain checkpoint
     assert any(not torch.equal(step1[name], final[name]) for name in final)
+
+
+def _prepared_sft_rows(tmp_path: Path, rows: str, env_id: str, seeds: list[int]) -> list[dict]:
+    """TRL's prepared training rows (``input_ids``, ``labels``) of ``--sft-rows rows`` on a
+    tiny tokenizer: what ``SFTTrainer`` would train on."""
+    import datasets
+    from agent_envs.adapters.sft import sft_chat_template
+    from trl import SFTConfig, SFTTrainer
+
+    from tests.adapters.conftest import build_model, build_tokenizer, cpu_run_settings
+
+    tokenizer = build_tokenizer()
+    if rows == "episode":
+        tokenizer.chat_template = sft_chat_template(tokenizer)
+    table, success = train.oracle_sft_rows(env_id, seeds, rows=rows)
+    assert success == 1.0
+    config = SFTConfig(
+        **cpu_run_settings(tmp_path / rows, max_length=4096),
+        completion_only_loss=rows == "turn",
+        assistant_only_loss=rows == "episode",
+    )
+    trainer = SFTTrainer(
+        model=build_model(tokenizer),
+        processing_class=tokenizer,
+        train_dataset=datasets.Dataset.from_list(table),
+        args=config,
+    )
+    return [{"input_ids": r["input_ids"], "labels": r["labels"]} for r in trainer.train_dataset]
+
+
+def test_train__episode_rows_score_each_reply_after_the_same_history_as_turn_rows(tmp_path):
+    """``--sft-rows episode``: one row per Tetris episode scores the tokens its turn rows score,
+    each after the same history, except the newline the template writes after each
+    end-of-turn token (the turn rows' completion runs to the end of the text); the history of
+    every turn is in the row once, so the rows hold far fewer tokens."""
+    from tests.adapters.conftest import build_tokenizer
+
+    env_id = "grl/Tetris-4x4-cell-v0"
+    seeds = train.train_seeds(env_id, 3)
+    turns = _prepared_sft_rows(tmp_path, "turn", env_id, seeds)
+    episodes = _prepared_sft_rows(tmp_path, "episode", env_id, seeds)
+    assert len(episodes) == 3 and len(turns) > 3  # multi-turn episodes
+    newline = build_tokenizer()("\n")["input_ids"]
+    scored_by_turns = [set() for _ in episodes]
+    owner, previous = 0, len(turns[0]["input_ids"])
+    for row in turns:  # in episode order, each episode's turns in turn order
+        ids, labels = row["input_ids"], row["labels"]
+        scored = [i for i, label in enumerate(labels) if label != -100]
+        if len(ids) < previous:  # a first turn: the history starts again
+            owner += 1
+        previous = len(ids)
+        # the turn's history and reply are the start of its episode's row
+        assert episodes[owner]["input_ids"][: len(ids)] == ids
+        assert scored == list(range(scored[0], len(ids)))  # the completion: the row's tail
+        assert ids[-len(newline) :] == newline
+        scored_by_turns[owner].update(scored[: -len(newline)])
+    assert owner == len(episodes) - 1
+    for episode, expected in zip(episodes, scored_by_turns, strict=True):
+        scored = {i for i, label in enumerate(episode["labels"]) if label != -100}
+        assert scored == expected
+        assert all(episode["labels"][i] == episode["input_ids"][i] for i in scored)
+    tokens = {name: sum(len(r["input_ids"]) for r in rows)
+              for name, rows in (("turn", turns), ("episode", episodes))}  # fmt: skip
+    assert tokens["episode"] < 0.6 * tokens["turn"]
+
+
+def test_train__sft_rows_flag_is_checked(tmp_path):
+    with pytest.raises(SystemExit, match="--sft-rows: choose from"):
+        train.main(train.Args(out=tmp_path, stages=["sft"], sft_rows="trajectory"))
+
+
+@pytest.mark.slow
+def test_train__episode_rows_train_and_the_model_keeps_its_own_chat_template(tmp_path):
+    """An SFT stage on episode rows trains one row per oracle episode (its loss logged) and
+    saves the model with the tokenizer's own chat template, not the marked training one."""
+    from agent_envs.adapters.sft import SMOLLM2_CHAT_TEMPLATE
+    from transformers import AutoTokenizer
+
+    from tests.adapters.conftest import build_model, build_tokenizer
+
+    tokenizer = build_tokenizer(SMOLLM2_CHAT_TEMPLATE)  # no {% generation %} markers of its own
+    base = tmp_path / "base"
+    build_model(tokenizer).save_pretrained(base)
+    tokenizer.save_pretrained(base)
+    args = train.Args(
+        out=tmp_path / "run", stages=["sft"], envs=["grl/Tetris-4x4-cell-v0"], model=str(base),
+        bf16=False, sft_rows="episode", sft_episodes=4, sft_epochs=1.0, sft_batch_size=2,
+        max_total_tokens=2048, progress=False,
+    )  # fmt: skip
+    train.main(args)
+    record = json.loads((args.out / "sft" / "stage.json").read_text())
+    assert record["rows"] == 4 and record["steps"] == 2 and record["first_loss"] > 0
+    assert record["settings"]["sft_rows"] == "episode"
+    saved = AutoTokenizer.from_pretrained(args.out / "sft" / "model")
+    assert saved.chat_template == SMOLLM2_CHAT_TEMPLATE
