@@ -94,12 +94,15 @@ SUMMARY_RUNS: dict[str, dict[str, Any]] = {
     },
     "GSM8K": {
         "folder": "gsm8k/leaderboard",
-        "stages": ["gsm8k/logs/sft/stage.json"],
+        "stages": ["gsm8k/logs/sft/stage.json", "gsm8k/logs/grpo/stage.json"],
         "zero-shot": "smollm2",
         "SFT": "smollm2-sft",
-        "RL": None,
+        "RL": "smollm2-sft-grpo",
+        "fresh": "gsm8k/fresh300",
         "note": "SFT on 1,000 generated problems whose demonstrations write the solution's "
-        "steps before the answer (`--sft-rationale`); no RL stage yet (`gsm8k/README.md`)",
+        "steps before the answer (`--sft-rationale`); GRPO, 100 steps of 4 groups of 4 "
+        "(lr 1e-4, T 0.7, KL 0.1), lowered greedy success, kept steps 40 and 80 too "
+        "(`gsm8k/README.md`)",
     },
     "BIRD": {
         "folder": "bird/leaderboard",
