@@ -399,11 +399,7 @@ def summary_rows(root: Path) -> dict[str, dict[str, Any] | None]:
     problems; ``"fresh"``: RL − SFT in the run's ``fresh`` folder on the seeds that are not
     eval seeds and whose problem is neither trained on nor dealt by an eval seed (over
     problems), with how many such seeds and problems there are."""
-    from agent_envs.benchmarks.leaderboard.problems import (
-        compare,
-        run_problem_keys,
-        run_successes,
-    )
+    from agent_envs.benchmarks.leaderboard.problems import run_problem_keys, run_successes
     from agent_envs.benchmarks.leaderboard.run import episodes_file
 
     rows: dict[str, dict[str, Any] | None] = {}
@@ -442,15 +438,18 @@ def summary_rows(root: Path) -> dict[str, dict[str, Any] | None]:
             seen = dealt | trained
             fresh_held = [seed for seed, key in fresh_keys.items()
                           if seed not in keys and key not in seen]  # fmt: skip
-            played = run_successes(fresh_folder)
-            a = played.get((agents["SFT"], env_id), {})
-            b = played.get((agents["RL"], env_id), {})
-            both = [seed for seed in fresh_held if seed in a and seed in b]
+            fresh_played = run_successes(fresh_folder)
+            result = _paired(
+                fresh_played.get((agents["SFT"], env_id), {}),
+                fresh_played.get((agents["RL"], env_id), {}),
+                fresh_keys,
+                fresh_held,
+            )
             fresh = {
                 "folder": run["fresh"],
-                "seeds": len(both),
-                "problems": len({fresh_keys[seed] for seed in both}),
-                "delta": compare(a, b, fresh_keys, both)["problems"] if both else None,
+                "seeds": result["seeds"]["n"] if result else 0,
+                "problems": result["problems"]["problems"] if result else 0,
+                "delta": result and result["problems"],
             }
         rows[family] = {"env_id": env_id, "folder": run["folder"], "note": run.get("note", ""),
                         "cells": cells, "held": gains, "rl": rl, "fresh": fresh,
