@@ -56,7 +56,9 @@ FAMILIES = {
 #: ``benchmarks/results/training``: its leaderboard ``folder``, the ``stages`` records of the
 #: models in the row (their training problems), the agent of each column (``None``: not in that
 #: run), a ``note`` and, where played, ``fresh``: the folder of the run on fresh seeds (chosen
-#: on nothing) of the SFT and RL models; a family missing here has no run yet
+#: on nothing) of the SFT and RL models; ``split``: an entry laid out the same of a run with
+#: ``--problem-split`` (for presets whose eval problems all are training problems otherwise),
+#: which the gains on problems never trained on come from; a family missing here has no run yet
 SUMMARY_RUNS: dict[str, dict[str, Any]] = {
     "Sokoban": {
         "folder": "sokoban/leaderboard",
@@ -88,9 +90,17 @@ SUMMARY_RUNS: dict[str, dict[str, Any]] = {
         "SFT": "smollm2-sft",
         "RL": "smollm2-sft-gigpo-kl1-112",
         "fresh": "blocksworld/fresh600/leaderboard",
-        "note": "zero-shot stopped at 0/25 (`blocksworld/training.md`); the preset has too "
-        "few problems for held-out ones without `--problem-split` (`blocksworld/training.md`, "
-        '"Counted over problems")',
+        "note": "zero-shot stopped at 0/25 (`blocksworld/training.md`); every eval problem of "
+        "the headline run is a training problem, so the held-out gains come from a second SFT "
+        "run on half of the problems (`--problem-split 0.5`, `blocksworld/split/`; no RL stage "
+        'on it yet; `blocksworld/training.md`, "Held-out problems")',
+        "split": {
+            "folder": "blocksworld/split/leaderboard",
+            "stages": ["blocksworld/split/logs/sft/stage.json"],
+            "zero-shot": None,
+            "SFT": "smollm2-sft",
+            "RL": None,
+        },
     },
     "GSM8K": {
         "folder": "gsm8k/leaderboard",
@@ -398,10 +408,9 @@ def summary_rows(root: Path) -> dict[str, dict[str, Any] | None]:
     and RL against SFT; ``"rl"``: RL − SFT on every eval seed, over seeds (Newcombe) and over
     problems; ``"fresh"``: RL − SFT in the run's ``fresh`` folder on the seeds that are not
     eval seeds and whose problem is neither trained on nor dealt by an eval seed (over
-    problems), with how many such seeds and problems there are."""
-    from agent_envs.benchmarks.leaderboard.problems import run_problem_keys, run_successes
-    from agent_envs.benchmarks.leaderboard.run import episodes_file
-
+    problems), with how many such seeds and problems there are. Where the entry names a
+    ``split`` run (trained on part of the problems), ``"held"`` and ``"fresh"`` come from it:
+    the success columns and ``"rl"`` stay those of the in-distribution run."""
     rows: dict[str, dict[str, Any] | None] = {}
     for family, env_id in FAMILIES.items():
         run = SUMMARY_RUNS.get(family)
@@ -416,47 +425,80 @@ def summary_rows(root: Path) -> dict[str, dict[str, Any] | None]:
                      "normalized": per_env[agent].get("normalized")}
             for column, agent in agents.items() if agent in per_env
         }  # fmt: skip
-        folder = root / run["folder"]
-        episodes = episodes_file(folder).exists()
-        successes = run_successes(folder) if episodes else {}
-        keys = run_problem_keys(folder, env_id) if episodes else {}
-        records = [json.loads((root / path).read_text(encoding="utf-8")) for path in run["stages"]]
-        trained = problems_of(records).get(env_id, set())
-        held = [seed for seed, key in keys.items() if key not in trained]
-
-        played = {column: successes.get((agent, env_id), {}) for column, agent in agents.items()}
-        gains = {}
-        for column, against in (("SFT", "random"), ("SFT", "zero-shot"), ("RL", "SFT")):
-            result = _paired(played[against], played[column], keys, held)
-            gains[column, against] = result and result["problems"]
+        loaded = _load(root, run, env_id)
+        keys, played, trained = loaded
         rl = _paired(played["SFT"], played["RL"], keys, list(keys))
         dealt = set(keys.values())
-        fresh = None
-        if run.get("fresh") and keys:
-            fresh_folder = root / run["fresh"]
-            fresh_keys = run_problem_keys(fresh_folder, env_id)
-            seen = dealt | trained
-            fresh_held = [seed for seed, key in fresh_keys.items()
-                          if seed not in keys and key not in seen]  # fmt: skip
-            fresh_played = run_successes(fresh_folder)
-            result = _paired(
-                fresh_played.get((agents["SFT"], env_id), {}),
-                fresh_played.get((agents["RL"], env_id), {}),
-                fresh_keys,
-                fresh_held,
-            )
-            fresh = {
-                "folder": run["fresh"],
-                "seeds": result["seeds"]["n"] if result else 0,
-                "problems": result["problems"]["problems"] if result else 0,
-                "delta": result and result["problems"],
-            }
+        split = run.get("split")
         rows[family] = {"env_id": env_id, "folder": run["folder"], "note": run.get("note", ""),
-                        "cells": cells, "held": gains, "rl": rl, "fresh": fresh,
-                        "held_seeds": len(held), "problems": len(dealt) if keys else None,
-                        "trained_on": len(dealt & trained) if keys and records else None,
+                        "cells": cells, "rl": rl, "problems": len(dealt) if keys else None,
+                        "trained_on": len(dealt & trained) if keys and run["stages"] else None,
+                        "split": split and split["folder"],
+                        **_held_out_gains(root, split or run, env_id,
+                                          _load(root, split, env_id) if split else loaded),
                         }  # fmt: skip
     return rows
+
+
+def _load(
+    root: Path, run: dict[str, Any], env_id: str
+) -> tuple[dict[int, str], dict[str, dict[int, float]], set[str]]:
+    """What the summary reads of ``run`` (a :data:`SUMMARY_RUNS` entry) on ``env_id``: the
+    problem key of each eval seed, each column's successes by seed, and the problems its
+    stages trained on."""
+    from agent_envs.benchmarks.leaderboard.problems import run_problem_keys, run_successes
+    from agent_envs.benchmarks.leaderboard.run import episodes_file
+
+    folder = root / run["folder"]
+    keys = run_problem_keys(folder, env_id) if episodes_file(folder).exists() else {}
+    successes = run_successes(folder) if keys else {}
+    played = {
+        column: successes.get((run.get(column, column), env_id), {}) for column in SUMMARY_COLUMNS
+    }
+    records = [json.loads((root / path).read_text(encoding="utf-8")) for path in run["stages"]]
+    return keys, played, problems_of(records).get(env_id, set())
+
+
+def _held_out_gains(
+    root: Path,
+    run: dict[str, Any],
+    env_id: str,
+    loaded: tuple[dict[int, str], dict[str, dict[int, float]], set[str]],
+) -> dict[str, Any]:
+    """The gains of :func:`summary_rows` on problems ``run`` (:func:`_load` read it) never
+    trained on: ``"held"`` (SFT against random and zero-shot, RL against SFT, over problems,
+    on its eval seeds whose problem no stage trained on), ``"held_seeds"`` (how many) and
+    ``"fresh"``."""
+    from agent_envs.benchmarks.leaderboard.problems import run_problem_keys, run_successes
+
+    keys, played, trained = loaded
+    held = [seed for seed, key in keys.items() if key not in trained]
+    gains = {
+        (column, against): (result := _paired(played[against], played[column], keys, held))
+        and result["problems"]
+        for column, against in (("SFT", "random"), ("SFT", "zero-shot"), ("RL", "SFT"))
+    }
+    fresh = None
+    if run.get("fresh") and keys:
+        fresh_folder = root / run["fresh"]
+        fresh_keys = run_problem_keys(fresh_folder, env_id)
+        seen = set(keys.values()) | trained
+        fresh_held = [seed for seed, key in fresh_keys.items()
+                      if seed not in keys and key not in seen]  # fmt: skip
+        fresh_played = run_successes(fresh_folder)
+        result = _paired(
+            fresh_played.get((run.get("SFT"), env_id), {}),
+            fresh_played.get((run.get("RL"), env_id), {}),
+            fresh_keys,
+            fresh_held,
+        )
+        fresh = {
+            "folder": run["fresh"],
+            "seeds": result["seeds"]["n"] if result else 0,
+            "problems": result["problems"]["problems"] if result else 0,
+            "delta": result and result["problems"],
+        }
+    return {"held": gains, "held_seeds": len(held), "fresh": fresh}
 
 
 def _paired(
@@ -568,7 +610,10 @@ def write_summary(
         '(with Newcombe\'s interval over seeds beside it); "RL − SFT, fresh" is a second run '
         "on fresh seeds (chosen on nothing) on those whose problem was neither trained on nor "
         "dealt by an eval seed. Issue 33's targets: SFT beats random (lower bound > 0) on "
-        "every family, RL beats its SFT model on fresh held-out problems on at least four.",
+        "every family, RL beats its SFT model on fresh held-out problems on at least four. "
+        "A family whose preset deals too few problems to hold any out otherwise names the run "
+        "with `--problem-split` (trained on part of the problems) its held-out and fresh "
+        'gains come from ("held out: ..."; its other columns are the run above).',
         "",
         "| family | held-out eval seeds | SFT − random | SFT − zero-shot | RL − SFT "
         "| RL − SFT, all eval seeds | RL − SFT, fresh | SFT beats random | RL beats SFT |",
@@ -608,8 +653,9 @@ def write_summary(
                 verdicts.append("no held-out problems")
             else:
                 verdicts.append("not run")
+        name = f"{family} (held out: `{row['split']}`)" if row["split"] else family
         lines.append(
-            f"| {family} | {row['held_seeds']} | {' | '.join(shown)} | {' | '.join(verdicts)} |"
+            f"| {name} | {row['held_seeds']} | {' | '.join(shown)} | {' | '.join(verdicts)} |"
         )
     lines += [
         "",
