@@ -257,15 +257,31 @@ def test_summary__the_committed_page_is_what_its_runs_say(tmp_path):
     assert (TRAINING / "summary.md").read_text() == page.read_text()
 
 
+def _records(run: dict) -> list[dict]:
+    """The stage records a :data:`train_report.SUMMARY_RUNS` entry names."""
+    return [json.loads((TRAINING / path).read_text()) for path in run["stages"]]
+
+
+def _split_sft_run(run: dict, env_id: str) -> tuple[dict, list[int], dict]:
+    """A committed SFT run on half of the problems (``--problem-split 0.5``): the problem key
+    of each of its 300 published eval seeds, the eval seeds whose problem it never trained on,
+    and every agent's successes."""
+    records = _records(run)
+    assert [(r["stage"], r["settings"]["problem_split"]) for r in records] == [("sft", "0.5")]
+    trained = train.problems_of(records)[env_id]
+    folder = TRAINING / run["folder"]
+    keys = problems.run_problem_keys(folder, env_id)
+    assert list(keys) == eval_seeds(env_id, 300)
+    held = [seed for seed, key in keys.items() if key not in trained]
+    return keys, held, problems.run_successes(folder)
+
+
 def test_committed_blocksworld__the_headline_counted_over_problems():
     """Issue 33: the 112-step GiGPO model against its SFT model on the 300 eval seeds and the
     300 fresh ones, recomputed from the committed episodes over seeds and over problems; every
     eval problem is a training problem of that run (600 SFT seeds, 112 x 4 RL prompts, from
     its committed stage records); the figures are the ones the Blocksworld notes print."""
-    records = [
-        json.loads((TRAINING / path).read_text())
-        for path in train_report.SUMMARY_RUNS["Blocksworld"]["stages"]
-    ]
+    records = _records(train_report.SUMMARY_RUNS["Blocksworld"])
     assert [(r["stage"], r["steps"], r["settings"]["sft_episodes"]) for r in records] == [
         ("sft", 76, "600"),
         ("gigpo", 112, "600"),
@@ -304,15 +320,8 @@ def test_committed_blocksworld__sft_beats_random_on_held_out_problems():
     its committed stage record), recomputed from the committed episodes; the figure is the one
     the notes print, and its lower bound is above 0."""
     run = train_report.SUMMARY_RUNS["Blocksworld"]["split"]
-    records = [json.loads((TRAINING / path).read_text()) for path in run["stages"]]
-    assert [(r["stage"], r["settings"]["problem_split"]) for r in records] == [("sft", "0.5")]
-    trained = train.problems_of(records)[BLOCKSWORLD]
-    folder = TRAINING / run["folder"]
-    keys = problems.run_problem_keys(folder, BLOCKSWORLD)
-    assert list(keys) == eval_seeds(BLOCKSWORLD, 300)
-    held = [seed for seed, key in keys.items() if key not in trained]
+    keys, held, successes = _split_sft_run(run, BLOCKSWORLD)
     assert len(held) == 135 and len({keys[seed] for seed in held}) == 61
-    successes = problems.run_successes(folder)
     over = problems.compare(
         successes["random", BLOCKSWORLD], successes[run["SFT"], BLOCKSWORLD], keys, held
     )["problems"]
@@ -328,15 +337,9 @@ def test_committed_bird__sft_solves_no_held_out_question():
     the figures the notes print."""
     env_id = train_report.FAMILIES["BIRD"]
     run = train_report.SUMMARY_RUNS["BIRD"]
-    records = [json.loads((TRAINING / path).read_text()) for path in run["stages"]]
-    assert [(r["stage"], r["settings"]["problem_split"]) for r in records] == [("sft", "0.5")]
-    trained = train.problems_of(records)[env_id]
-    folder = TRAINING / run["folder"]
-    keys = problems.run_problem_keys(folder, env_id)
-    assert list(keys) == eval_seeds(env_id, 300) and len(trained) == 19
-    held = [seed for seed, key in keys.items() if key not in trained]
+    keys, held, successes = _split_sft_run(run, env_id)
+    assert len(train.problems_of(_records(run))[env_id]) == 19
     assert len(held) == 135 and len({keys[seed] for seed in held}) == 17
-    successes = problems.run_successes(folder)
     sft = successes[run["SFT"], env_id]
     seen = [seed for seed in keys if seed not in held]
     assert f"{sum(sft[seed] for seed in seen) / len(seen):.3f}" == "0.648"
@@ -355,7 +358,7 @@ def test_committed_tetris__gigpo_beats_sft_on_fresh_held_out_boards():
     bounds above 0, the figures the notes print."""
     env_id = train_report.FAMILIES["Tetris"]
     run = train_report.SUMMARY_RUNS["Tetris"]
-    records = [json.loads((TRAINING / path).read_text()) for path in run["stages"]]
+    records = _records(run)
     assert [(r["stage"], r["steps"]) for r in records] == [("sft", 398), ("gigpo", 80)]
     trained = train.problems_of(records)[env_id]
     notes = (TRAINING / "tetris" / "README.md").read_text()
@@ -381,7 +384,7 @@ def test_committed_sokoban__the_headline_from_its_episodes():
     the figures are the ones the Sokoban notes print."""
     sokoban = "grl/Sokoban-v0"
     run = train_report.SUMMARY_RUNS["Sokoban"]
-    records = [json.loads((TRAINING / path).read_text()) for path in run["stages"]]
+    records = _records(run)
     assert [(r["stage"], r["steps"]) for r in records] == [("sft", 334), ("gigpo", 112)]
     trained = train.problems_of(records)[sokoban]
     notes = (TRAINING / "sokoban" / "README.md").read_text()
@@ -417,7 +420,7 @@ def test_committed_sft__beats_random_and_zero_shot_on_unseen_problems(family):
     steps (``--sft-rationale``)."""
     env_id = train_report.FAMILIES[family]
     run = train_report.SUMMARY_RUNS[family]
-    records = [json.loads((TRAINING / path).read_text()) for path in run["stages"]]
+    records = _records(run)
     assert records[0]["stage"] == "sft"
     if family == "GSM8K":
         assert records[0]["settings"]["sft_rationale"] == "True"
@@ -445,7 +448,7 @@ def test_committed_gsm8k__grpo_lowered_greedy_success():
     records); both differences are below 0 with their upper bounds, as the notes print."""
     env_id = train_report.FAMILIES["GSM8K"]
     run = train_report.SUMMARY_RUNS["GSM8K"]
-    records = [json.loads((TRAINING / path).read_text()) for path in run["stages"]]
+    records = _records(run)
     assert [(r["stage"], r["steps"]) for r in records] == [("sft", 250), ("grpo", 100)]
     trained = train.problems_of(records)[env_id]
     notes = (TRAINING / "gsm8k" / "README.md").read_text()
