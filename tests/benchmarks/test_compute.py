@@ -86,3 +86,6 @@ def test_compute__report_names_every_side_and_target(args):
         assert f"| {side} |" in text
     assert "Target ≥ 0.90× raw generate" in text and "Target ≥ 40% of peak" in text
     assert "Replies differing from the reference run: 0 of 6 side runs." in text
+    # the profile's bound on the bfloat16 pass, and the float32 pass it is weighed against
+    assert "the most a pass made of nothing but these matmuls could reach" in text
+    assert "x faster than the float32 pass." in text
