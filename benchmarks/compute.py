@@ -542,8 +542,11 @@ def to_markdown(
     ]
     profile = update["profile"]
     if profile:
+        runs = update["runs"]
         rate = update["linear_flops"] / max(profile["matmul_s"], 1e-9) / 1e9
-        bf16_peak = statistics.median(update["runs"]["bfloat16"])
+        bf16_peak = statistics.median(runs["bfloat16"])
+        speedup = [f / b for f, b in zip(runs[UPDATE_SIDES[1]], runs[UPDATE_SIDES[0]], strict=True)]
+        flags = _cpu_flags(("amx_bf16", "avx512_bf16"))
         lines += [
             "Where one bfloat16-autocast loss pass spends its time (`torch.profiler`: each "
             "operator's self time, measured on the thread that calls it, "
@@ -557,21 +560,16 @@ def to_markdown(
             "|---|---:|---:|---:|",
             *profile["rows"],
             "",
+            "Why the bfloat16 pass stays far from its peak: the bfloat16 peak is the CPU's "
+            f"bfloat16 matmul units' ({', '.join(f'`{f}`' for f in flags) or 'no bfloat16 flags'})"
+            ", which speed up square matmuls but nothing else. The model is narrow (hidden "
+            "576) and LoRA puts a rank-32 matmul pair beside every linear layer, so the pass's "
+            "matmuls run well below the square peak (above); the rest of the pass (autocast's "
+            "casts, `copy_`; the CPU flash-attention backward; the elementwise work of RMSNorm, "
+            "RoPE, SiLU gating and LoRA's scale-and-add) gets no speed-up. bfloat16 autocast stays "
+            f"`agent-envs train`'s default: {spread(speedup)}x faster than the float32 pass.",
+            "",
         ]
-    runs = update["runs"]
-    speedup = [f / b for f, b in zip(runs[UPDATE_SIDES[1]], runs[UPDATE_SIDES[0]], strict=True)]
-    flags = _cpu_flags(("amx_bf16", "avx512_bf16"))
-    lines += [
-        "Why the bfloat16 pass stays far from its peak: the bfloat16 peak is the CPU's "
-        f"bfloat16 matmul units' ({', '.join(f'`{f}`' for f in flags) or 'no bfloat16 flags'})"
-        ", which speed up square matmuls but nothing else. The model is narrow (hidden "
-        "576) and LoRA puts a rank-32 matmul pair beside every linear layer, so the pass's "
-        "matmuls run well below the square peak (above); the rest of the pass (autocast's "
-        "casts, `copy_`; the CPU flash-attention backward; the elementwise work of RMSNorm, "
-        "RoPE, SiLU gating and LoRA's scale-and-add) gets no speed-up. bfloat16 autocast stays "
-        f"`agent-envs train`'s default: {spread(speedup)}x faster than the float32 pass.",
-        "",
-    ]
     return lines + GPU_NOTE
 
 
