@@ -276,6 +276,17 @@ def _split_sft_run(run: dict, env_id: str) -> tuple[dict, list[int], dict]:
     return keys, held, problems.run_successes(folder)
 
 
+def _rl_minus_sft(run: dict, env_id: str, where: str) -> tuple[dict, dict]:
+    """A committed run folder of a :data:`train_report.SUMMARY_RUNS` entry (its eval or its
+    fresh one): the problem key of each seed, and the entry's RL model against its SFT model
+    on every seed, counted over problems."""
+    folder = TRAINING / where
+    keys = problems.run_problem_keys(folder, env_id)
+    successes = problems.run_successes(folder)
+    sft, rl = successes[run["SFT"], env_id], successes[run["RL"], env_id]
+    return keys, problems.compare(sft, rl, keys, list(keys))["problems"]
+
+
 def test_committed_blocksworld__the_headline_counted_over_problems():
     """Issue 33: the 112-step GiGPO model against its SFT model on the 300 eval seeds and the
     300 fresh ones, recomputed from the committed episodes over seeds and over problems; every
@@ -362,16 +373,12 @@ def test_committed_tetris__gigpo_beats_sft_on_fresh_held_out_boards():
     assert [(r["stage"], r["steps"]) for r in records] == [("sft", 398), ("gigpo", 80)]
     trained = train.problems_of(records)[env_id]
     notes = (TRAINING / "tetris" / "README.md").read_text()
-    keys = problems.run_problem_keys(TRAINING / run["folder"], env_id)
-    fresh_keys = problems.run_problem_keys(TRAINING / run["fresh"], env_id)
+    keys, eval_over = _rl_minus_sft(run, env_id, run["folder"])
+    fresh_keys, fresh_over = _rl_minus_sft(run, env_id, run["fresh"])
     assert list(fresh_keys) == eval_seeds(env_id, 600)[300:]
     assert not (set(keys.values()) | set(fresh_keys.values())) & trained
     assert not set(keys.values()) & set(fresh_keys.values())
-    for where, dealt in ((run["folder"], keys), (run["fresh"], fresh_keys)):
-        successes = problems.run_successes(TRAINING / where)
-        over = problems.compare(
-            successes[run["SFT"], env_id], successes[run["RL"], env_id], dealt, list(dealt)
-        )["problems"]
+    for over in (eval_over, fresh_over):
         assert over["low"] > 0
         shown = f"**{over['mean']:+.3f} [{over['low']:+.3f}, {over['high']:+.3f}]** (300 seeds"
         assert shown in notes, shown
@@ -453,13 +460,8 @@ def test_committed_gsm8k__grpo_lowered_greedy_success():
     trained = train.problems_of(records)[env_id]
     notes = (TRAINING / "gsm8k" / "README.md").read_text()
     for where in (run["folder"], run["fresh"]):
-        folder = TRAINING / where
-        keys = problems.run_problem_keys(folder, env_id)
+        keys, over = _rl_minus_sft(run, env_id, where)
         assert not set(keys.values()) & trained and len(keys) == 300
-        successes = problems.run_successes(folder)
-        over = problems.compare(
-            successes[run["SFT"], env_id], successes[run["RL"], env_id], keys, list(keys)
-        )["problems"]
         assert over["high"] < 0
         shown = f"{over['mean']:+.3f} [{over['low']:+.3f}, {over['high']:+.3f}]"
         assert shown.replace("-", "\u2212") in notes, shown
