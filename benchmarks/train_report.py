@@ -94,15 +94,20 @@ SUMMARY_RUNS: dict[str, dict[str, Any]] = {
         "RL": "smollm2-sft-gigpo-kl1-112",
         "fresh": "blocksworld/fresh600/leaderboard",
         "note": "zero-shot stopped at 0/25 (`blocksworld/training.md`); every eval problem of "
-        "the headline run is a training problem, so the held-out gains come from a second SFT "
-        "run on half of the problems (`--problem-split 0.5`, `blocksworld/split/`; no RL stage "
-        'on it yet; `blocksworld/training.md`, "Held-out problems")',
+        "the headline run is a training problem, so the held-out gains come from a second run "
+        "on half of the problems (`--problem-split 0.5`, `blocksworld/split/`: the same SFT "
+        "recipe, then GiGPO 80 steps, which gains on the trained problems and not on the "
+        'held-out ones; `blocksworld/training.md`, "Held-out problems")',
         "split": {
             "folder": "blocksworld/split/leaderboard",
-            "stages": ["blocksworld/split/logs/sft/stage.json"],
+            "stages": [
+                "blocksworld/split/logs/sft/stage.json",
+                "blocksworld/split/logs/gigpo/stage.json",
+            ],
             "zero-shot": None,
             "SFT": "smollm2-sft",
-            "RL": None,
+            "RL": "smollm2-sft-gigpo",
+            "fresh": "blocksworld/split/fresh300",
         },
     },
     "GSM8K": {
