@@ -135,11 +135,12 @@ SUMMARY_RUNS: dict[str, dict[str, Any]] = {
     },
     "WebShop": {
         "folder": "webshop/leaderboard",
-        "stages": [],
+        "stages": ["webshop/logs/sft/stage.json"],
         "zero-shot": None,
-        "SFT": None,
+        "SFT": "smollm2-sft",
         "RL": None,
-        "note": "random and oracle only; no model trained yet (`webshop/README.md`)",
+        "note": "SFT on 300 oracle episodes as episode rows (one per episode, up to ~4,500 "
+        "tokens), 2 epochs; zero-shot stopped at 0/32 (`webshop/README.md`); no RL stage",
     },
 }
 

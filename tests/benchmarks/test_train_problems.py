@@ -176,6 +176,8 @@ def test_summary__every_family_has_a_row_and_missing_runs_say_so(tmp_path, monke
     runs["Sokoban"] = {**runs["Sokoban"], "folder": "no-such-run"}
     # Blocksworld without its split run: the headline alone holds no problem out
     runs["Blocksworld"] = {k: v for k, v in runs["Blocksworld"].items() if k != "split"}
+    # WebShop with its random and oracle rows alone (no stage record)
+    runs["WebShop"] = {**runs["WebShop"], "stages": [], "SFT": None}
     monkeypatch.setattr(train_report, "SUMMARY_RUNS", runs)
     page, figure = train_report.write_summary(TRAINING, tmp_path)
     text = page.read_text()
@@ -408,6 +410,34 @@ def test_committed_bird__sft_solves_no_held_out_question():
         "| `smollm2-sft` | 0.357 | 0.648 | **0.000** |"
         in (TRAINING / "bird" / "README.md").read_text()
     )
+
+
+def test_committed_webshop__sft_beats_random_on_goals_never_trained_on():
+    """Issue 33, WebShop: the SFT model (300 oracle episodes as episode rows) against random
+    on the eval seeds whose shopping goal no SFT episode dealt, recomputed from the committed
+    episodes and stage record; the lower bound is above 0 and the figures are the notes'."""
+    env_id = train_report.FAMILIES["WebShop"]
+    run = train_report.SUMMARY_RUNS["WebShop"]
+    records = _records(run)
+    assert [(r["stage"], r["rows"], r["settings"]["sft_rows"]) for r in records] == [
+        ("sft", 300, "episode")
+    ]
+    trained = train.problems_of(records)[env_id]
+    folder = TRAINING / run["folder"]
+    keys, successes = problems.run_problem_keys(folder, env_id), problems.run_successes(folder)
+    assert list(keys) == eval_seeds(env_id, 300)
+    held = [seed for seed, key in keys.items() if key not in trained]
+    sft = successes[run["SFT"], env_id]
+    over = problems.compare(successes["random", env_id], sft, keys, held)["problems"]
+    assert over["low"] > 0
+    notes = (TRAINING / "webshop" / "README.md").read_text()
+    shown = (
+        f"**{over['mean']:+.3f} [{over['low']:+.3f}, {over['high']:+.3f}]** "
+        f"({len(held)} seeds, {over['problems']} goals;"
+    )
+    assert shown in notes, shown
+    rates = [sum(sft[seed] for seed in seeds) / len(seeds) for seeds in (list(keys), held)]
+    assert f"| `smollm2-sft` | {rates[0]:.3f} | {rates[1]:.3f} |" in notes
 
 
 def test_committed_tetris__gigpo_beats_sft_on_fresh_held_out_boards():
