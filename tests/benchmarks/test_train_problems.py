@@ -264,19 +264,25 @@ def _records(run: dict) -> list[dict]:
     return [json.loads((TRAINING / path).read_text()) for path in run["stages"]]
 
 
-def _split_sft_run(run: dict, env_id: str) -> tuple[dict, list[int], dict]:
-    """A committed SFT run on half of the problems (``--problem-split 0.5``): the problem key
-    of each of its 300 published eval seeds, the eval seeds whose problem it never trained on,
-    and every agent's successes."""
-    records = _records(run)
-    assert records[0]["stage"] == "sft"
-    assert {r["settings"]["problem_split"] for r in records} == {"0.5"}
+def _held_out_eval(run: dict, env_id: str, records: list[dict]) -> tuple[dict, list[int], dict]:
+    """The eval folder of a :data:`train_report.SUMMARY_RUNS` entry whose stage records are
+    ``records``: the problem key of each of its 300 published eval seeds, the eval seeds whose
+    problem no stage trained on, and every agent's successes."""
     trained = train.problems_of(records)[env_id]
     folder = TRAINING / run["folder"]
     keys = problems.run_problem_keys(folder, env_id)
     assert list(keys) == eval_seeds(env_id, 300)
     held = [seed for seed, key in keys.items() if key not in trained]
     return keys, held, problems.run_successes(folder)
+
+
+def _split_sft_run(run: dict, env_id: str) -> tuple[dict, list[int], dict]:
+    """A committed SFT run on half of the problems (``--problem-split 0.5``):
+    :func:`_held_out_eval` of it."""
+    records = _records(run)
+    assert records[0]["stage"] == "sft"
+    assert {r["settings"]["problem_split"] for r in records} == {"0.5"}
+    return _held_out_eval(run, env_id, records)
 
 
 def _rl_minus_sft(run: dict, env_id: str, where: str) -> tuple[dict, dict]:
@@ -356,23 +362,26 @@ def test_committed_blocksworld__gigpo_gains_on_trained_problems_only():
     sft_problems, trained = (train.problems_of(records[:n])[BLOCKSWORLD] for n in (1, 2))
     assert trained == sft_problems and len(trained) == 85  # RL prompts: SFT problems only
     notes = (TRAINING / "blocksworld" / "training.md").read_text()
-    keys, _ = _rl_minus_sft(run, BLOCKSWORLD, run["folder"])
-    fresh_keys, _ = _rl_minus_sft(run, BLOCKSWORLD, run["fresh"])
+    played = {  # each folder's problem keys and successes, read once
+        where: (problems.run_problem_keys(TRAINING / where, BLOCKSWORLD),
+                problems.run_successes(TRAINING / where))
+        for where in (run["folder"], run["fresh"])
+    }  # fmt: skip
+    keys, fresh_keys = played[run["folder"]][0], played[run["fresh"]][0]
     assert list(fresh_keys) == eval_seeds(BLOCKSWORLD, 600)[300:]
     dealt = set(keys.values())
     found = {}
-    for where, dealt_by, name, agent, keep in (
-        (run["folder"], keys, "eval, trained problems", run["RL"], trained.__contains__),
-        (run["folder"], keys, "eval, held-out problems", run["RL"], lambda k: k not in trained),
-        (run["folder"], keys, "eval, held-out problems, step 40", "smollm2-sft-gigpo-step40",
+    for where, name, agent, keep in (
+        (run["folder"], "eval, trained problems", run["RL"], trained.__contains__),
+        (run["folder"], "eval, held-out problems", run["RL"], lambda k: k not in trained),
+        (run["folder"], "eval, held-out problems, step 40", "smollm2-sft-gigpo-step40",
          lambda k: k not in trained),
-        (run["fresh"], fresh_keys, "fresh, trained problems", run["RL"], trained.__contains__),
-        (run["fresh"], fresh_keys, "fresh, problems never trained on", run["RL"],
-         lambda k: k not in trained),
-        (run["fresh"], fresh_keys, "fresh, problems neither trained on nor dealt by an eval seed",
-         run["RL"], lambda k: k not in trained and k not in dealt),
+        (run["fresh"], "fresh, trained problems", run["RL"], trained.__contains__),
+        (run["fresh"], "fresh, problems never trained on", run["RL"], lambda k: k not in trained),
+        (run["fresh"], "fresh, problems neither trained on nor dealt by an eval seed", run["RL"],
+         lambda k: k not in trained and k not in dealt),
     ):  # fmt: skip
-        successes = problems.run_successes(TRAINING / where)
+        dealt_by, successes = played[where]
         sft, rl = successes[run["SFT"], BLOCKSWORLD], successes[agent, BLOCKSWORLD]
         seeds = [seed for seed, key in dealt_by.items() if keep(key)]
         over = problems.compare(sft, rl, dealt_by, seeds)["problems"]
@@ -422,11 +431,7 @@ def test_committed_webshop__sft_beats_random_on_goals_never_trained_on():
     assert [(r["stage"], r["rows"], r["settings"]["sft_rows"]) for r in records] == [
         ("sft", 300, "episode")
     ]
-    trained = train.problems_of(records)[env_id]
-    folder = TRAINING / run["folder"]
-    keys, successes = problems.run_problem_keys(folder, env_id), problems.run_successes(folder)
-    assert list(keys) == eval_seeds(env_id, 300)
-    held = [seed for seed, key in keys.items() if key not in trained]
+    keys, held, successes = _held_out_eval(run, env_id, records)
     sft = successes[run["SFT"], env_id]
     over = problems.compare(successes["random", env_id], sft, keys, held)["problems"]
     assert over["low"] > 0
