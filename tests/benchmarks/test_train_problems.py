@@ -327,10 +327,7 @@ def test_committed_blocksworld__the_headline_counted_over_problems():
             over_seeds["high"] - over_seeds["low"]
         )
         assert 1.4 < widening < 2.0
-        shown = (
-            f"{over_problems['mean']:+.3f} [{over_problems['low']:+.3f}, "
-            f"{over_problems['high']:+.3f}] over {count} problems"
-        )
+        shown = f"{train_report._delta(over_problems)} over {count} problems"
         assert shown in notes, shown
 
 
@@ -346,7 +343,7 @@ def test_committed_blocksworld__sft_beats_random_on_held_out_problems():
         successes["random", BLOCKSWORLD], successes[run["SFT"], BLOCKSWORLD], keys, held
     )["problems"]
     assert over["low"] > 0
-    shown = f"{over['mean']:+.3f} [{over['low']:+.3f}, {over['high']:+.3f}]"
+    shown = train_report._delta(over)
     assert f"**{shown}** (135 seeds, 61" in (TRAINING / "blocksworld" / "training.md").read_text()
 
 
@@ -389,7 +386,7 @@ def test_committed_blocksworld__gigpo_gains_on_trained_problems_only():
         sft_rate, rl_rate = (
             sum(played[seed] for seed in seeds) / len(seeds) for played in (sft, rl)
         )
-        shown = f"{over['mean']:+.3f} [{over['low']:+.3f}, {over['high']:+.3f}]"
+        shown = train_report._delta(over)
         if name.endswith("held-out problems"):
             shown = f"**{shown}**"
         row = (f"| {name} | {sft_rate:.3f} | {rl_rate:.3f} | {shown} "
@@ -436,10 +433,7 @@ def test_committed_webshop__sft_beats_random_on_goals_never_trained_on():
     over = problems.compare(successes["random", env_id], sft, keys, held)["problems"]
     assert over["low"] > 0
     notes = (TRAINING / "webshop" / "README.md").read_text()
-    shown = (
-        f"**{over['mean']:+.3f} [{over['low']:+.3f}, {over['high']:+.3f}]** "
-        f"({len(held)} seeds, {over['problems']} goals;"
-    )
+    shown = f"**{train_report._delta(over)}** ({len(held)} seeds, {over['problems']} goals;"
     assert shown in notes, shown
     rates = [sum(sft[seed] for seed in seeds) / len(seeds) for seeds in (list(keys), held)]
     assert f"| `smollm2-sft` | {rates[0]:.3f} | {rates[1]:.3f} |" in notes
@@ -463,7 +457,7 @@ def test_committed_tetris__gigpo_beats_sft_on_fresh_held_out_boards():
     assert not set(keys.values()) & set(fresh_keys.values())
     for over in (eval_over, fresh_over):
         assert over["low"] > 0
-        shown = f"**{over['mean']:+.3f} [{over['low']:+.3f}, {over['high']:+.3f}]** (300 seeds"
+        shown = f"**{train_report._delta(over)}** (300 seeds"
         assert shown in notes, shown
 
 
@@ -491,10 +485,7 @@ def test_committed_sokoban__the_headline_from_its_episodes():
         successes = problems.run_successes(where)
         sft, rl = successes["smollm2-sft", sokoban], successes["smollm2-sft-gigpo", sokoban]
         over = problems.compare(sft, rl, dealt, seeds)["problems"]
-        shown = (
-            f"{over['mean']:+.3f} [{over['low']:+.3f}, {over['high']:+.3f}] "
-            f"({len(seeds)} seeds, {over['problems']} problems)"
-        )
+        shown = f"{train_report._delta(over)} ({len(seeds)} seeds, {over['problems']} problems)"
         assert shown in notes, (name, shown)
         if name == "fresh":
             # random on the same fresh seeds: SFT beats it, and RL beats SFT, both above 0
@@ -525,10 +516,7 @@ def test_committed_sft__beats_random_and_zero_shot_on_unseen_problems(family):
     for against in ("random", run["zero-shot"]):
         over = problems.compare(successes[against, env_id], sft, keys, held)["problems"]
         assert over["low"] > 0
-        shown = (
-            f"{over['mean']:+.3f} [{over['low']:+.3f}, {over['high']:+.3f}] "
-            f"({len(held)} seeds, {over['problems']} problems)"
-        )
+        shown = f"{train_report._delta(over)} ({len(held)} seeds, {over['problems']} problems)"
         assert shown in notes, (against, shown)
 
 
@@ -546,5 +534,5 @@ def test_committed_gsm8k__grpo_lowered_greedy_success():
         keys, over = _rl_minus_sft(run, env_id, where)
         assert not set(keys.values()) & trained and len(keys) == 300
         assert over["high"] < 0
-        shown = f"{over['mean']:+.3f} [{over['low']:+.3f}, {over['high']:+.3f}]"
+        shown = train_report._delta(over)
         assert shown.replace("-", "\u2212") in notes, shown
