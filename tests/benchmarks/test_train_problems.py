@@ -179,6 +179,7 @@ def test_summary__every_family_has_a_row_and_missing_runs_say_so(tmp_path, monke
     # WebShop with its random and oracle rows alone (no stage record)
     runs["WebShop"] = {**runs["WebShop"], "stages": [], "SFT": None}
     monkeypatch.setattr(train_report, "SUMMARY_RUNS", runs)
+    monkeypatch.setattr(train_report, "MULTI_ENV_RUN", None)  # its section says so
     page, figure = train_report.write_summary(TRAINING, tmp_path)
     text = page.read_text()
     for family, env_id in train_report.FAMILIES.items():
@@ -536,3 +537,42 @@ def test_committed_gsm8k__grpo_lowered_greedy_success():
         assert over["high"] < 0
         shown = train_report._delta(over)
         assert shown.replace("-", "\u2212") in notes, shown
+
+
+def test_committed_multi_env__sft_against_each_specialist():
+    """Issue 33, the multi-env model: one SFT model over the six families (48 oracle episodes
+    of each) against each family's specialist SFT model on the 64 eval seeds both played,
+    recomputed from the committed episodes and stage record; the figures are the notes' and
+    the summary pairs the same seeds."""
+    multi = train_report.MULTI_ENV_RUN
+    [record] = _records(multi)
+    assert (record["stage"], record["rows"], record["steps"]) == ("sft", 288, 72)
+    assert sorted(record["train_seeds"]) == sorted(train_report.FAMILIES.values())
+    trained = train.problems_of([record])
+    folder = TRAINING / multi["folder"]
+    mixed = problems.run_successes(folder)
+    notes = (TRAINING / "multi" / "README.md").read_text()
+    rows = train_report.multi_env_rows(TRAINING)
+    evaluated = {env_id for _, env_id in mixed}
+    for family, env_id in train_report.FAMILIES.items():
+        if env_id not in evaluated:
+            assert not rows[family]["SFT"] and f"| {family} | not evaluated" in notes
+            continue
+        run = train_report.SUMMARY_RUNS[family]
+        keys = problems.run_problem_keys(folder, env_id)
+        assert list(keys) == eval_seeds(env_id, 64)
+        seeds = list(keys)
+        alone = problems.run_successes(TRAINING / run["folder"])[run["SFT"], env_id]
+        played = {agent: mixed[agent, env_id] for agent in ("random", multi["SFT"])}
+        over = problems.compare(alone, played[multi["SFT"]], keys, seeds)["problems"]
+        assert rows[family]["SFT"]["delta"] == over and rows[family]["SFT"]["seeds"] == 64
+        rates = [
+            sum(won[seed] for seed in seeds) / 64
+            for won in (played["random"], alone, played[multi["SFT"]])
+        ]
+        held = sum(key not in trained[env_id] for key in keys.values())
+        shown = (
+            f"| {family} | {' | '.join(f'{rate:.3f}' for rate in rates)} | "
+            f"{train_report._delta(over)} ({over['problems']} problems) | {held} |"
+        )
+        assert shown in notes, shown
