@@ -265,6 +265,11 @@ def _records(run: dict) -> list[dict]:
     return [json.loads((TRAINING / path).read_text()) for path in run["stages"]]
 
 
+def _rate(won: dict[int, float], seeds: list[int]) -> float:
+    """Success rate of an agent (its successes by seed) over ``seeds``."""
+    return sum(won[seed] for seed in seeds) / len(seeds)
+
+
 def _held_out_eval(run: dict, env_id: str, records: list[dict]) -> tuple[dict, list[int], dict]:
     """The eval folder of a :data:`train_report.SUMMARY_RUNS` entry whose stage records are
     ``records``: the problem key of each of its 300 published eval seeds, the eval seeds whose
@@ -384,9 +389,7 @@ def test_committed_blocksworld__gigpo_gains_on_trained_problems_only():
         seeds = [seed for seed, key in dealt_by.items() if keep(key)]
         over = problems.compare(sft, rl, dealt_by, seeds)["problems"]
         found[name] = over
-        sft_rate, rl_rate = (
-            sum(played[seed] for seed in seeds) / len(seeds) for played in (sft, rl)
-        )
+        sft_rate, rl_rate = _rate(sft, seeds), _rate(rl, seeds)
         shown = train_report._delta(over)
         if name.endswith("held-out problems"):
             shown = f"**{shown}**"
@@ -410,7 +413,7 @@ def test_committed_bird__sft_solves_no_held_out_question():
     assert len(held) == 135 and len({keys[seed] for seed in held}) == 17
     sft = successes[run["SFT"], env_id]
     seen = [seed for seed in keys if seed not in held]
-    assert f"{sum(sft[seed] for seed in seen) / len(seen):.3f}" == "0.648"
+    assert f"{_rate(sft, seen):.3f}" == "0.648"
     over = problems.compare(successes["random", env_id], sft, keys, held)["problems"]
     assert over["mean"] == over["low"] == over["high"] == 0.0
     assert (
@@ -436,7 +439,7 @@ def test_committed_webshop__sft_beats_random_on_goals_never_trained_on():
     notes = (TRAINING / "webshop" / "README.md").read_text()
     shown = f"**{train_report._delta(over)}** ({len(held)} seeds, {over['problems']} goals;"
     assert shown in notes, shown
-    rates = [sum(sft[seed] for seed in seeds) / len(seeds) for seeds in (list(keys), held)]
+    rates = [_rate(sft, seeds) for seeds in (list(keys), held)]
     assert f"| `smollm2-sft` | {rates[0]:.3f} | {rates[1]:.3f} |" in notes
 
 
@@ -566,10 +569,7 @@ def test_committed_multi_env__sft_against_each_specialist():
         played = {agent: mixed[agent, env_id] for agent in ("random", multi["SFT"])}
         over = problems.compare(alone, played[multi["SFT"]], keys, seeds)["problems"]
         assert rows[family]["SFT"]["delta"] == over and rows[family]["SFT"]["seeds"] == 64
-        rates = [
-            sum(won[seed] for seed in seeds) / 64
-            for won in (played["random"], alone, played[multi["SFT"]])
-        ]
+        rates = [_rate(won, seeds) for won in (played["random"], alone, played[multi["SFT"]])]
         held = sum(key not in trained[env_id] for key in keys.values())
         shown = (
             f"| {family} | {' | '.join(f'{rate:.3f}' for rate in rates)} | "
