@@ -524,22 +524,33 @@ def test_committed_sft__beats_random_and_zero_shot_on_unseen_problems(family):
         assert shown in notes, (against, shown)
 
 
+def _gsm8k_rl_minus_sft_as_printed(run: dict, records: list[dict]) -> list[dict]:
+    """A GSM8K run laid out as a :data:`train_report.SUMMARY_RUNS` entry whose stage records
+    are ``records``: its RL model against its SFT model over problems, in its eval folder and
+    in its fresh one (300 seeds each, none of whose problems a stage trained on), each
+    difference as the GSM8K notes print it."""
+    env_id = train_report.FAMILIES["GSM8K"]
+    trained = train.problems_of(records)[env_id]
+    notes = (TRAINING / "gsm8k" / "README.md").read_text()
+    found = []
+    for where in (run["folder"], run["fresh"]):
+        keys, over = _rl_minus_sft(run, env_id, where)
+        assert not set(keys.values()) & trained and len(keys) == 300
+        shown = train_report._delta(over)
+        assert shown.replace("-", "\u2212") in notes, shown
+        found.append(over)
+    return found
+
+
 def test_committed_gsm8k__grpo_lowered_greedy_success():
     """Issue 33, GSM8K: the GRPO model against its SFT model on the 300 eval seeds and on 300
     fresh seeds, every problem held out (recomputed from the committed episodes and stage
     records); both differences are below 0 with their upper bounds, as the notes print."""
-    env_id = train_report.FAMILIES["GSM8K"]
     run = train_report.SUMMARY_RUNS["GSM8K"]
     records = _records(run)
     assert [(r["stage"], r["steps"]) for r in records] == [("sft", 250), ("grpo", 100)]
-    trained = train.problems_of(records)[env_id]
-    notes = (TRAINING / "gsm8k" / "README.md").read_text()
-    for where in (run["folder"], run["fresh"]):
-        keys, over = _rl_minus_sft(run, env_id, where)
-        assert not set(keys.values()) & trained and len(keys) == 300
-        assert over["high"] < 0
-        shown = train_report._delta(over)
-        assert shown.replace("-", "\u2212") in notes, shown
+    eval_delta, fresh_delta = _gsm8k_rl_minus_sft_as_printed(run, records)
+    assert eval_delta["high"] < 0 and fresh_delta["high"] < 0
 
 
 #: the second GSM8K GRPO try (`gsm8k/README.md`, "A second GRPO try"), laid out as a
@@ -558,20 +569,13 @@ def test_committed_gsm8k__a_second_grpo_try_lowered_it_too():
     groups of 8 at temperature 1.0, lr 5e-5 and KL 0.5, stopped by its time limit at step 32;
     against that SFT model on the 300 eval seeds and 300 fresh ones, every problem held out,
     recomputed from the committed episodes and stage records as the notes print them."""
-    env_id = train_report.FAMILIES["GSM8K"]
     records = _records(GSM8K_RETRY)
     assert [(r["stage"], r["steps"]) for r in records] == [("sft", 250), ("grpo", 32)]
     grpo = records[1]["settings"]
     assert (grpo["num_generations"], grpo["temperature"], grpo["rl_lr"]) == ("8", "1.0", "5e-05")
     assert records[1]["stopped_at_time_limit"]
-    trained = train.problems_of(records)[env_id]
-    notes = (TRAINING / "gsm8k" / "README.md").read_text()
-    for where in (GSM8K_RETRY["folder"], GSM8K_RETRY["fresh"]):
-        keys, over = _rl_minus_sft(GSM8K_RETRY, env_id, where)
-        assert not set(keys.values()) & trained and len(keys) == 300
-        assert over["mean"] < 0 and (where != GSM8K_RETRY["fresh"] or over["high"] < 0)
-        shown = train_report._delta(over)
-        assert shown.replace("-", "\u2212") in notes, shown
+    eval_delta, fresh_delta = _gsm8k_rl_minus_sft_as_printed(GSM8K_RETRY, records)
+    assert eval_delta["mean"] < 0 and fresh_delta["high"] < 0
 
 
 def test_committed_multi_env__sft_against_each_specialist():
