@@ -122,6 +122,10 @@ class Args:
     """stages to run, in pipeline order (finished ones are skipped)"""
     envs: list[str] = field(default_factory=lambda: ["grl/Sokoban-v0", "grl/Blocksworld-v0"])
     """ids trained (SFT on all of them; RL cycles through them) and evaluated"""
+    env_kwargs: list[str] = field(default_factory=list)
+    """keyword arguments of an env beyond its registered ones, ``ENV_ID=JSON`` (the
+    leaderboard's ``--env-kwargs``: e.g. BIRD on its official files); every stage builds the
+    env with them, the eval records them in its run folder"""
     model: str = "smollm2"
     """base model: ``smollm2`` (the embedded SmolLM2-135M-Instruct) or a checkpoint folder"""
     seed: int = 0
@@ -274,14 +278,30 @@ def problem_split(args: Args) -> tuple[float, int] | None:
     return float(fraction), int(args.problem_split_seed)
 
 
+def env_kwargs_of(args: Args) -> dict[str, dict[str, Any]]:
+    """``env_id -> keyword arguments`` of ``--env-kwargs`` (checked, naming the flag)."""
+    from agent_envs.benchmarks.leaderboard.run import env_overrides
+
+    return env_overrides(args.env_kwargs, args.envs)
+
+
 def train_seeds(
-    env_id: str, count: int, *, stream: int = 0, split: tuple[float, int] | None = None
+    env_id: str,
+    count: int,
+    *,
+    stream: int = 0,
+    split: tuple[float, int] | None = None,
+    env_kwargs: dict[str, Any] | None = None,
 ) -> list[int]:
     """``count`` train seeds of ``env_id`` (stream 0: SFT; 1+: RL), disjoint from the
     leaderboard's published eval seeds (checked against the first 10,000 of them); with a
-    ``split`` (:func:`problem_split`), only seeds whose problem is in its train part."""
+    ``split`` (:func:`problem_split`), only seeds whose problem (on the env built with
+    ``env_kwargs``) is in its train part."""
     from agent_envs.benchmarks.leaderboard import eval_seeds
     from agent_envs.benchmarks.leaderboard.problems import in_train_part, problem_keys
+    from agent_envs.benchmarks.leaderboard.run import registered_env
+
+    spec = registered_env(env_id, env_kwargs) if env_kwargs else None
 
     rng = random.Random(f"{env_id}#train#{stream}")
     forbidden = set(eval_seeds(env_id, 10_000))
@@ -300,7 +320,7 @@ def train_seeds(
                 seen.add(seed)
                 batch.append(seed)
         if split:
-            keys = problem_keys(env_id, batch)
+            keys = problem_keys(env_id, batch, spec)
             batch = [seed for seed in batch if in_train_part(keys[seed], *split)]
         seeds += batch
     return seeds
@@ -361,22 +381,32 @@ def _common_config(args: Args, stage: Stage) -> dict[str, Any]:
 def sft_seeds(args: Args) -> dict[str, list[int]]:
     """``env_id -> seeds`` of the SFT episodes: the first ``sft_episodes`` SFT train seeds of
     each env (of the ``--problem-split`` train part, with one)."""
-    split = problem_split(args)
-    return {env_id: train_seeds(env_id, args.sft_episodes, split=split) for env_id in args.envs}
+    split, kwargs = problem_split(args), env_kwargs_of(args)
+    return {
+        env_id: train_seeds(env_id, args.sft_episodes, split=split, env_kwargs=kwargs.get(env_id))
+        for env_id in args.envs
+    }
 
 
 SFT_ROWS = {"turn": "prompt_completion", "episode": "messages"}
 
 
 def oracle_sft_rows(
-    env_id: str, seeds: Sequence[int], rationale: bool = False, rows: str = "turn"
+    env_id: str,
+    seeds: Sequence[int],
+    rationale: bool = False,
+    rows: str = "turn",
+    env_kwargs: dict[str, Any] | None = None,
 ) -> tuple[list[dict[str, Any]], float]:
-    """``(rows, oracle success rate)``: SFT rows of the oracle's episodes of ``env_id`` on
-    ``seeds``, one per turn (prompt-completion) or one per episode (``rows="episode"``:
-    messages), each reply with the oracle's worked reasoning first with ``rationale``."""
+    """``(rows, oracle success rate)``: SFT rows of the oracle's episodes of ``env_id`` (built
+    with ``env_kwargs``) on ``seeds``, one per turn (prompt-completion) or one per episode
+    (``rows="episode"``: messages), each reply with the oracle's worked reasoning first with
+    ``rationale``."""
     from agent_envs.adapters.sft import collect_oracle_trajectories, sft_rows
 
-    trajectories = collect_oracle_trajectories(env_id, seeds, rationale=rationale)
+    trajectories = collect_oracle_trajectories(
+        env_id, seeds, rationale=rationale, **(env_kwargs or {})
+    )
     columns = ("prompt", "completion") if rows == "turn" else ("messages",)
     table = [
         {column: row[column] for column in columns}
@@ -396,10 +426,10 @@ def run_sft(args: Args, stage: Stage) -> None:
     clock = StageClock(checkpoint)
     rows: list[dict[str, Any]] = []
     oracle_success = {}
-    seeds = sft_seeds(args)
+    seeds, kwargs = sft_seeds(args), env_kwargs_of(args)
     for env_id in args.envs:
         env_rows, oracle_success[env_id] = oracle_sft_rows(
-            env_id, seeds[env_id], args.sft_rationale, args.sft_rows
+            env_id, seeds[env_id], args.sft_rationale, args.sft_rows, kwargs.get(env_id)
         )
         rows += env_rows
     random.Random(args.seed).shuffle(rows)
@@ -456,6 +486,7 @@ def rollout_func_of(args: Args, estimator: str) -> Any:
     dtype = generation_dtype(args)
     generation_copy = GenerationCopy(dtype) if dtype else None  # one copy for every env
     config = advantage_config(args, estimator)
+    kwargs = env_kwargs_of(args)
     return route_by_env(
         {
             env_id: make_rollout_func(
@@ -464,6 +495,7 @@ def rollout_func_of(args: Args, estimator: str) -> Any:
                 max_total_tokens=args.max_total_tokens,
                 advantages=config,
                 generation_dtype=generation_copy,
+                **kwargs.get(env_id, {}),
             )
             for env_id in args.envs
         }
@@ -476,8 +508,11 @@ def rl_seeds(args: Args, steps: int | None = None) -> list[tuple[str, int]]:
     env (of the ``--problem-split`` train part, with one)."""
     needed = (args.rl_steps if steps is None else steps) * args.rl_prompts
     per_env = -(-needed // len(args.envs))
-    split = problem_split(args)
-    seeds = {env_id: train_seeds(env_id, per_env, stream=1, split=split) for env_id in args.envs}
+    split, kwargs = problem_split(args), env_kwargs_of(args)
+    seeds = {
+        env_id: train_seeds(env_id, per_env, stream=1, split=split, env_kwargs=kwargs.get(env_id))
+        for env_id in args.envs
+    }
     pairs = [(env_id, seeds[env_id][index]) for index in range(per_env) for env_id in args.envs]
     return pairs[:needed]
 
@@ -616,6 +651,7 @@ def run_eval(args: Args) -> dict[str, Any]:
     run = leaderboard.Args(
         preset="grl",  # model agents play the env's own turn budget
         envs=list(args.envs),
+        env_kwargs=list(args.env_kwargs),
         agents=agents,
         seeds=args.eval_seeds,
         model_seeds=args.eval_seeds,
@@ -640,6 +676,7 @@ def stage_train_seeds(record: dict[str, Any]) -> dict[str, list[int]]:
     settings = record["settings"]
     args = Args(
         envs=list(ast.literal_eval(settings["envs"])),
+        env_kwargs=list(ast.literal_eval(settings.get("env_kwargs", "[]"))),
         sft_episodes=int(settings["sft_episodes"]),
         rl_prompts=int(settings["rl_prompts"]),
         problem_split=float(settings.get("problem_split", 0.0)),
@@ -651,14 +688,21 @@ def stage_train_seeds(record: dict[str, Any]) -> dict[str, list[int]]:
 
 
 def problems_of(records: Sequence[dict[str, Any]]) -> dict[str, set[str]]:
-    """``env_id -> problem keys`` the stages of ``records`` trained on."""
+    """``env_id -> problem keys`` the stages of ``records`` trained on (each env built with
+    the ``--env-kwargs`` its stage recorded)."""
     from agent_envs.benchmarks.leaderboard.problems import problem_keys
+    from agent_envs.benchmarks.leaderboard.run import env_overrides, registered_env
 
-    seeds: dict[str, set[int]] = {}
+    keys: dict[str, set[str]] = {}
     for record in records:
-        for env_id, played in stage_train_seeds(record).items():
-            seeds.setdefault(env_id, set()).update(played)
-    return {env_id: set(problem_keys(env_id, sorted(s)).values()) for env_id, s in seeds.items()}
+        played = stage_train_seeds(record)
+        items = ast.literal_eval(record.get("settings", {}).get("env_kwargs", "[]"))
+        kwargs = env_overrides(items, list(played))
+        for env_id, seeds in played.items():
+            spec = registered_env(env_id, kwargs[env_id]) if env_id in kwargs else None
+            found = problem_keys(env_id, sorted(seeds), spec)
+            keys.setdefault(env_id, set()).update(found.values())
+    return keys
 
 
 def trained_problems(args: Args) -> dict[str, set[str]]:
@@ -682,6 +726,7 @@ def main(args: Args) -> None:
         print(*train_report.write_summary(), sep="\n")
         return
     problem_split(args)
+    env_kwargs_of(args)
     for stage in args.stages:
         if stage not in STAGES:
             raise SystemExit(f"--stages: unknown stage {stage!r}; choose from {STAGES}")

@@ -44,39 +44,40 @@ and is compared only with agents of the same cap
 (`agent_envs.benchmarks.leaderboard.stats`).
 
 **A run** (``--out``, default ``runs/leaderboard``) holds ``manifest.json`` (settings, seeds,
-env kwargs from the registry, package versions, and the pins of what produced it: the seed
-offset, the git commit and whether the tree was dirty, each model agent's weights hash:
-`agent_envs.benchmarks.leaderboard.provenance`), ``episodes.jsonl``
-(append-only), ``summary.json``, ``leaderboard.md``, ``report.html`` and ``replays/``.
-Rerunning with the same settings resumes: finished (agent, env, seed) episodes are read back,
-not played again by their agent; more agents may join a run, other changed settings are
-refused, and so is a model agent whose checkpoint's weights hash changed (``--fresh`` starts
+env kwargs (the registry's, with any ``--env-kwargs ENV_ID=JSON`` over them), package versions,
+and the pins of what produced it: the seed offset, the git commit and whether the tree was
+dirty, each model agent's weights hash: `agent_envs.benchmarks.leaderboard.provenance`),
+``episodes.jsonl`` (append-only), ``summary.json``, ``leaderboard.md``, ``report.html`` and
+``replays/``. Rerunning with the same settings resumes: finished (agent, env, seed) episodes are
+read back, not played again by their agent; more agents may join a run, other changed settings
+are refused, and so is a model agent whose checkpoint's weights hash changed (``--fresh`` starts
 over).
 
 **Validation.** ``python -m agent_envs.benchmarks.leaderboard --validate RUN_DIR`` replays every
 episode on its env (built from the manifest's entry point and kwargs, which must still be the
-registry's) from its seed and recorded replies, and compares each turn's observation, reward,
-parsed actions, state hash and info, how the episode ended (``terminated``, ``truncated``,
-``truncation_reason``: by the env, or by the agent's turn cap or an engine error) and its
-``success``, final observation and messages (`agent_envs.benchmarks.leaderboard.replay`); it then
-checks who played (`agent_envs.benchmarks.leaderboard.provenance`: the seed lists are the
-published ones, the commit is one of this repository, ``random`` and ``oracle`` re-played from
-each seed give the recorded replies, model rows carry their tokens, and up to
-``--rescore-limit`` episodes per model agent (default 4, drawn at random) are re-scored with
-the pinned checkpoint when it is here), recomputes every number of the summary and every
-table of the reports from the trajectories, and exits 1 naming each mismatch (agent, env,
-seed, turn, field, recorded vs replayed). It then lists what it checked beyond the replay and
-what it could not, and why (a model row without a weights pin or whose checkpoint is not
-here). A record edited consistently (a step reward raised, the return and success edited to
-match) fails the replay; swapped, borrowed or cherry-picked episodes fail the provenance
-checks (``benchmarks/results/forgeries.md``). Resuming replays the reused records the same
-way first and refuses, naming them, when one does not replay. A run folder may hold
-``episodes.jsonl.gz`` instead of ``episodes.jsonl``, to stay small. Measured on a shared,
-busy 2-core machine before the provenance checks: ``--validate`` took 4-6 s on the committed
-default run (812 episodes) and 12-14 s on the committed ``--preset grl`` run (6,144
-episodes), about 3 s of each recomputing the summary (its bootstraps); the scripted re-play
-plays every random and oracle episode once more (their policies answering each turn), and
-each re-scored model episode is one forward pass of its model.
+registry's with the run's ``--env-kwargs``) from its seed and recorded replies, and compares
+each turn's observation, reward, parsed actions, state hash and info, how the episode ended
+(``terminated``, ``truncated``, ``truncation_reason``: by the env, or by the agent's turn cap or
+an engine error) and its ``success``, final observation and messages
+(`agent_envs.benchmarks.leaderboard.replay`); it then checks who played
+(`agent_envs.benchmarks.leaderboard.provenance`: the seed lists are the published ones, the
+commit is one of this repository, ``random`` and ``oracle`` re-played from each seed give the
+recorded replies, model rows carry their tokens, and up to ``--rescore-limit`` episodes per
+model agent (default 4, drawn at random) are re-scored with the pinned checkpoint when it is
+here), recomputes every number of the summary and every table of the reports from the
+trajectories, and exits 1 naming each mismatch (agent, env, seed, turn, field, recorded vs
+replayed). It then lists what it checked beyond the replay and what it could not, and why (a
+model row without a weights pin or whose checkpoint is not here). A record edited consistently
+(a step reward raised, the return and success edited to match) fails the replay; swapped,
+borrowed or cherry-picked episodes fail the provenance checks
+(``benchmarks/results/forgeries.md``). Resuming replays the reused records the same way first
+and refuses, naming them, when one does not replay. A run folder may hold ``episodes.jsonl.gz``
+instead of ``episodes.jsonl``, to stay small. Measured on a shared, busy 2-core machine before
+the provenance checks: ``--validate`` took 4-6 s on the committed default run (812 episodes) and
+12-14 s on the committed ``--preset grl`` run (6,144 episodes), about 3 s of each recomputing
+the summary (its bootstraps); the scripted re-play plays every random and oracle episode once
+more (their policies answering each turn), and each re-scored model episode is one forward pass
+of its model.
 
 **Rewriting.** ``--rewrite RUN_DIR`` rebuilds a run's ``summary.json``, ``leaderboard.md``,
 ``report.html`` and ``replays/`` (every turn drawn, on the env built from the manifest) from
@@ -229,6 +230,12 @@ class Args:
     agent may be named: NAME=hf:PATH"""
     seeds: int | None = None
     """episodes per (agent, env): the first N published eval seeds of each id"""
+    env_kwargs: list[str] = field(default_factory=list)
+    """keyword arguments of an env beyond its registered ones, as ``ENV_ID=JSON`` (a JSON
+    object), e.g. ``'grl/BIRD-v0={"data_path": "data/bird/mini_dev_sqlite.json"}'`` plays
+    BIRD on its official files; recorded in the manifest (``settings.env_kwargs.<id>``, with
+    the ``overrides``), checked on resume, and used again by --validate (a relative path is
+    read from the folder the command runs in)"""
     seed_offset: int = 0
     """skip the first K published seeds (fresh seeds for a second evaluation: ``--seeds 300
     --seed-offset 300`` plays published seeds 301-600); recorded, and checked by --validate"""
@@ -356,18 +363,50 @@ def agent_envs_of(agent: AgentSpec, envs: Sequence[str]) -> list[str]:
     return [env_id for env_id in envs if agent.envs is None or env_id in agent.envs]
 
 
-def registered_env(env_id: str) -> dict[str, Any]:
-    """How ``gymnasium.make_vec`` builds ``env_id`` today (as the manifest records it)."""
+def registered_env(env_id: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """How ``gymnasium.make_vec`` builds ``env_id`` today, with the keyword arguments
+    ``overrides`` (``--env-kwargs``) over the registered ones (as the manifest records it)."""
     spec = gym.spec(env_id)
-    return json.loads(json.dumps({
+    recorded = {
         "entry_point": str(spec.entry_point),
-        "kwargs": spec.kwargs,
+        "kwargs": {**spec.kwargs, **(overrides or {})},
         "max_episode_steps": spec.max_episode_steps,
-    }))  # fmt: skip
+    }
+    if overrides:
+        recorded["overrides"] = overrides
+    return json.loads(json.dumps(recorded))
+
+
+def env_overrides(
+    items: Sequence[str], envs: Sequence[str], flag: str = "--env-kwargs"
+) -> dict[str, dict[str, Any]]:
+    """``env_id -> keyword arguments`` of ``--env-kwargs ENV_ID=JSON ...``; a ``SystemExit``
+    naming ``flag`` for an id not in ``envs``, text that is not a JSON object, an id given
+    twice, or arguments the env refuses (each overridden env is built once to check)."""
+    overrides: dict[str, dict[str, Any]] = {}
+    for item in items:
+        env_id, equals, text = item.partition("=")
+        if not equals or env_id not in envs:
+            raise SystemExit(f"{flag}: {item!r} is not ENV_ID=JSON with an ENV_ID of {list(envs)}")
+        if env_id in overrides:
+            raise SystemExit(f"{flag}: {env_id} is given twice")
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise SystemExit(f"{flag}: {env_id}: not JSON ({error})") from None
+        if not isinstance(value, dict):
+            raise SystemExit(f"{flag}: {env_id}: a JSON object of keyword arguments, got {text}")
+        try:
+            make_env(registered_env(env_id, value)).close()
+        except (TypeError, ValueError) as error:
+            raise SystemExit(f"{flag}: {env_id}: {error}") from None
+        overrides[env_id] = value
+    return overrides
 
 
 def settings_of(args: Args, agents: Sequence[AgentSpec]) -> dict[str, Any]:
     """What the numbers depend on: checked to be equal when a run is resumed."""
+    overrides = env_overrides(args.env_kwargs, args.envs)
     return {
         "preset": args.preset,
         "envs": list(args.envs),
@@ -376,7 +415,9 @@ def settings_of(args: Args, agents: Sequence[AgentSpec]) -> dict[str, Any]:
         "seeds": {
             env_id: published_seeds(env_id, args.seeds, args.seed_offset) for env_id in args.envs
         },
-        "env_kwargs": {env_id: registered_env(env_id) for env_id in args.envs},
+        "env_kwargs": {
+            env_id: registered_env(env_id, overrides.get(env_id)) for env_id in args.envs
+        },
         "agents": [dataclasses.asdict(agent) for agent in agents],
     }
 
@@ -512,6 +553,7 @@ def play(
     and the progress bar moves per episode); returns how many episodes were played."""
     from agent_envs.adapters.loop.collector import RolloutCollector
 
+    overrides = env_overrides(args.env_kwargs, args.envs)
     todo: list[tuple[AgentSpec, str, list[int]]] = []
     for agent in agents:
         for env_id in agent_envs_of(agent, args.envs):
@@ -556,7 +598,12 @@ def play(
                             device = resolve_device(args.device)
                             engines[agent.name] = make_engine(agent, device=device)
                         engine = engines[agent.name]
-                    vec = gym.make_vec(env_id, num_envs=len(chunk), autoreset_mode="disabled")
+                    vec = gym.make_vec(
+                        env_id,
+                        num_envs=len(chunk),
+                        autoreset_mode="disabled",
+                        **overrides.get(env_id, {}),
+                    )
                     try:
                         RolloutCollector(
                             vec,
@@ -1028,7 +1075,7 @@ def check_episodes(
             continue
         differences = compare_summaries(
             list(env_construction(played)),
-            list(env_construction(registered_env(env_id))),
+            list(env_construction(registered_env(env_id, played.get("overrides")))),
             f"env_kwargs.{env_id}",
         )
         if differences:

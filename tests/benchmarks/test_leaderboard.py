@@ -818,3 +818,78 @@ def test_replay__an_env_that_cannot_be_built_is_reported_not_raised(smoke_run):
     found = replay_mismatches(trajectories, settings)
     assert [(m.env_id, m.field) for m in found] == [("grl/GSM8K-v0", "env")] * 4
     assert "answer_mode" in found[0].replayed
+
+
+# --------------------------------------------------------------------------- --env-kwargs
+SHARED_BIRD = ROOT.parent / "shared" / "data" / "bird"
+MINI_DEV_DATABASES = ("student_club", "superhero", "toxicology")
+
+
+@pytest.fixture(scope="module")
+def mini_dev_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """random and oracle on 3 seeds of BIRD played on the official Mini-Dev sample."""
+    if not (SHARED_BIRD / "mini_dev_sqlite.json").is_file():
+        pytest.skip(f"the BIRD sample is not at {SHARED_BIRD}")
+    out = tmp_path_factory.mktemp("mini-dev") / "run"
+    data = json.dumps({"data_path": str(SHARED_BIRD / "mini_dev_sqlite.json")})
+    with pytest.warns(UserWarning, match="database is missing"):  # 8 of its 11 databases
+        leaderboard.main(leaderboard.parse_args([
+            "--envs", "grl/BIRD-v0", "--env-kwargs", f"grl/BIRD-v0={data}",
+            "--agents", "random", "oracle", "--seeds", "3", "--out", str(out),
+            "--no-progress", "--no-replays",
+        ]))  # fmt: skip
+    return out
+
+
+def test_env_kwargs__played_recorded_and_validated(mini_dev_run):
+    spec = json.loads((mini_dev_run / "manifest.json").read_text())["settings"]["env_kwargs"]
+    played = spec["grl/BIRD-v0"]
+    assert played["overrides"] == {"data_path": str(SHARED_BIRD / "mini_dev_sqlite.json")}
+    assert played["kwargs"] == {"max_turns": 1, **played["overrides"]}
+    records = [json.loads(line) for line in lines(mini_dev_run / "episodes.jsonl")]
+    databases = {record["steps"][0]["info"]["db_id"] for record in records}
+    assert len(records) == 6 and databases <= set(MINI_DEV_DATABASES)
+    assert all(record["success"] for record in records if record["agent"] == "oracle")
+    with pytest.warns(UserWarning, match="database is missing"):
+        assert leaderboard.validate(mini_dev_run) == []
+
+
+def test_env_kwargs__a_manifest_without_them_no_longer_validates(mini_dev_run, tmp_path):
+    run = _copy(mini_dev_run, tmp_path)
+    path = run / "manifest.json"
+    manifest = json.loads(path.read_text())
+    del manifest["settings"]["env_kwargs"]["grl/BIRD-v0"]["overrides"]
+    path.write_text(json.dumps(manifest))
+    with pytest.warns(UserWarning, match="database is missing"):
+        problems = leaderboard.validate(run)
+    assert problems[0].startswith(
+        "manifest: grl/BIRD-v0 was played with other settings than the registry's"
+    )
+    assert "data_path" in problems[0]
+
+
+def test_env_kwargs__resuming_with_other_ones_is_refused(mini_dev_run, tmp_path):
+    run = _copy(mini_dev_run, tmp_path)
+    with pytest.raises(SystemExit, match="other settings"):
+        leaderboard.main(leaderboard.parse_args([
+            "--envs", "grl/BIRD-v0", "--agents", "random", "oracle", "--seeds", "3",
+            "--out", str(run), "--no-progress", "--no-replays",
+        ]))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ('grl/Tetris-v0={"a": 1}', ".* is not ENV_ID=JSON with an ENV_ID of"),
+        ("grl/GSM8K-v0", "'grl/GSM8K-v0' is not ENV_ID=JSON"),
+        ("grl/GSM8K-v0={answer_mode: 1}", "grl/GSM8K-v0: not JSON"),
+        ('grl/GSM8K-v0=["strict"]', "grl/GSM8K-v0: a JSON object of keyword arguments"),
+        ('grl/GSM8K-v0={"answer_mode": "loose"}', "grl/GSM8K-v0: .*answer_mode"),
+        ('grl/GSM8K-v0={"no_such_argument": 1}', "grl/GSM8K-v0: .*no_such_argument"),
+    ],
+)
+def test_env_kwargs__a_bad_item_is_refused_naming_the_flag(item, message):
+    with pytest.raises(SystemExit, match=f"--env-kwargs: {message}"):
+        leaderboard.main(leaderboard.parse_args(
+            ["--preset", "smoke", "--env-kwargs", item, "--stop-after", "0"]
+        ))  # fmt: skip

@@ -92,6 +92,42 @@ def _fake_stages(out: Path, steps: dict[str, list[int]]) -> None:
             (out / name / folder / "config.json").write_text("{}")
 
 
+MINI_DEV = ROOT.parent / "shared" / "data" / "bird" / "mini_dev_sqlite.json"
+
+
+@pytest.mark.filterwarnings("ignore:BIRD. skipped")  # 8 of the Mini-Dev's 11 databases
+def test_env_kwargs__seeds_rows_problems_and_eval_use_the_envs_built_with_them(
+    tmp_path, monkeypatch
+):
+    if not MINI_DEV.is_file():
+        pytest.skip(f"the BIRD sample is not at {MINI_DEV.parent}")
+    from agent_envs.benchmarks import leaderboard
+    from agent_envs.benchmarks.leaderboard.run import registered_env
+
+    bird, data = "grl/BIRD-v0", {"data_path": str(MINI_DEV)}
+    flags = ["--envs", bird, "--env-kwargs", f"{bird}={json.dumps(data)}", "--sft-episodes", "6"]
+    args = train.parse_args([*flags, "--problem-split", "0.5", "--out", str(tmp_path)])
+    seeds = train.sft_seeds(args)[bird]
+    keys = problems.problem_keys(bird, seeds, registered_env(bird, data))
+    assert len(seeds) == 6 and all(problems.in_train_part(key, 0.5, 0) for key in keys.values())
+    questions = {item["question"] for item in json.loads(MINI_DEV.read_text())}
+    rows, oracle = train.oracle_sft_rows(bird, seeds, env_kwargs=data)
+    assert oracle == 1.0 and len(rows) == 6
+    assert all(any(q in row["prompt"][-1]["content"] for q in questions) for row in rows)
+    record = {"stage": "sft", "train_seeds": {bird: seeds}, "settings": train._settings(args)}
+    assert train.problems_of([record]) == {bird: set(keys.values())}
+    builtin = {**record, "settings": train._settings(train.Args(envs=[bird]))}
+    assert train.problems_of([builtin])[bird].isdisjoint(keys.values())
+    played: list = []
+    monkeypatch.setattr(leaderboard, "main", lambda run: played.append(run) or {})
+    train.run_eval(args)
+    assert played[0].env_kwargs == [f"{bird}={json.dumps(data)}"]
+    with pytest.raises(SystemExit, match=r"--env-kwargs: grl/BIRD-v0: .*max_executions"):
+        train.main(
+            train.parse_args(["--envs", bird, "--env-kwargs", f'{bird}={{"max_executions": -1}}'])
+        )
+
+
 def test_eval__plays_every_kept_model_as_its_own_agent(tmp_path, monkeypatch):
     from agent_envs.benchmarks import leaderboard
 
