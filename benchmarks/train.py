@@ -279,7 +279,8 @@ def problem_split(args: Args) -> tuple[float, int] | None:
 
 
 def env_kwargs_of(args: Args) -> dict[str, dict[str, Any]]:
-    """``env_id -> keyword arguments`` of ``--env-kwargs`` (checked, naming the flag)."""
+    """``env_id -> keyword arguments`` of ``--env-kwargs`` (``main`` builds each env once with
+    them, to refuse what it refuses before a stage runs)."""
     from agent_envs.benchmarks.leaderboard.run import env_overrides
 
     return env_overrides(args.env_kwargs, args.envs)
@@ -721,12 +722,13 @@ def main(args: Args) -> None:
     """Run the requested stages in pipeline order, skipping finished ones (``--summary``:
     write the summary page instead)."""
     from agent_envs.benchmarks import train_report
+    from agent_envs.benchmarks.leaderboard.run import check_env_overrides
 
     if args.summary:
         print(*train_report.write_summary(), sep="\n")
         return
     problem_split(args)
-    env_kwargs_of(args)
+    check_env_overrides(args.env_kwargs, args.envs)
     for stage in args.stages:
         if stage not in STAGES:
             raise SystemExit(f"--stages: unknown stage {stage!r}; choose from {STAGES}")

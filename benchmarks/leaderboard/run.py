@@ -356,6 +356,7 @@ def resolve(args: Args) -> Args:
         if value is not None and value < 1:
             raise SystemExit(f"--{name.replace('_', '-')} must be >= 1, got {value}")
     check_device(resolved.device)
+    check_env_overrides(resolved.env_kwargs, resolved.envs)
     return resolved
 
 
@@ -380,9 +381,9 @@ def registered_env(env_id: str, overrides: dict[str, Any] | None = None) -> dict
 def env_overrides(
     items: Sequence[str], envs: Sequence[str], flag: str = "--env-kwargs"
 ) -> dict[str, dict[str, Any]]:
-    """``env_id -> keyword arguments`` of ``--env-kwargs ENV_ID=JSON ...``; a ``SystemExit``
-    naming ``flag`` for an id not in ``envs``, text that is not a JSON object, an id given
-    twice, or arguments the env refuses (each overridden env is built once to check)."""
+    """``env_id -> keyword arguments`` of ``--env-kwargs ENV_ID=JSON ...`` (read, not built:
+    :func:`check_env_overrides` builds them); a ``SystemExit`` naming ``flag`` for an id not in
+    ``envs``, text that is not a JSON object or an id given twice."""
     overrides: dict[str, dict[str, Any]] = {}
     for item in items:
         env_id, equals, text = item.partition("=")
@@ -396,12 +397,20 @@ def env_overrides(
             raise SystemExit(f"{flag}: {env_id}: not JSON ({error})") from None
         if not isinstance(value, dict):
             raise SystemExit(f"{flag}: {env_id}: a JSON object of keyword arguments, got {text}")
+        overrides[env_id] = value
+    return overrides
+
+
+def check_env_overrides(
+    items: Sequence[str], envs: Sequence[str], flag: str = "--env-kwargs"
+) -> None:
+    """:func:`env_overrides`, each overridden env built once: a ``SystemExit`` naming ``flag``
+    and the id for arguments the env refuses (before anything plays or trains)."""
+    for env_id, value in env_overrides(items, envs, flag).items():
         try:
             make_env(registered_env(env_id, value)).close()
         except (TypeError, ValueError) as error:
             raise SystemExit(f"{flag}: {env_id}: {error}") from None
-        overrides[env_id] = value
-    return overrides
 
 
 def settings_of(args: Args, agents: Sequence[AgentSpec]) -> dict[str, Any]:
