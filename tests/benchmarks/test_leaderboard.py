@@ -821,17 +821,14 @@ def test_replay__an_env_that_cannot_be_built_is_reported_not_raised(smoke_run):
 
 
 # --------------------------------------------------------------------------- --env-kwargs
-SHARED_BIRD = ROOT.parent / "shared" / "data" / "bird"
 MINI_DEV_DATABASES = ("student_club", "superhero", "toxicology")
 
 
 @pytest.fixture(scope="module")
-def mini_dev_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def mini_dev_run(tmp_path_factory: pytest.TempPathFactory, mini_dev: Path) -> Path:
     """random and oracle on 3 seeds of BIRD played on the official Mini-Dev sample."""
-    if not (SHARED_BIRD / "mini_dev_sqlite.json").is_file():
-        pytest.skip(f"the BIRD sample is not at {SHARED_BIRD}")
     out = tmp_path_factory.mktemp("mini-dev") / "run"
-    data = json.dumps({"data_path": str(SHARED_BIRD / "mini_dev_sqlite.json")})
+    data = json.dumps({"data_path": str(mini_dev)})
     with pytest.warns(UserWarning, match="database is missing"):  # 8 of its 11 databases
         leaderboard.main(leaderboard.parse_args([
             "--envs", "grl/BIRD-v0", "--env-kwargs", f"grl/BIRD-v0={data}",
@@ -841,10 +838,10 @@ def mini_dev_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_env_kwargs__played_recorded_and_validated(mini_dev_run):
+def test_env_kwargs__played_recorded_and_validated(mini_dev_run, mini_dev):
     spec = json.loads((mini_dev_run / "manifest.json").read_text())["settings"]["env_kwargs"]
     played = spec["grl/BIRD-v0"]
-    assert played["overrides"] == {"data_path": str(SHARED_BIRD / "mini_dev_sqlite.json")}
+    assert played["overrides"] == {"data_path": str(mini_dev)}
     assert played["kwargs"] == {"max_turns": 1, **played["overrides"]}
     records = [json.loads(line) for line in lines(mini_dev_run / "episodes.jsonl")]
     databases = {record["steps"][0]["info"]["db_id"] for record in records}

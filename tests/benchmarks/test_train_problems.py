@@ -92,25 +92,20 @@ def _fake_stages(out: Path, steps: dict[str, list[int]]) -> None:
             (out / name / folder / "config.json").write_text("{}")
 
 
-MINI_DEV = ROOT.parent / "shared" / "data" / "bird" / "mini_dev_sqlite.json"
-
-
 @pytest.mark.filterwarnings("ignore:BIRD. skipped")  # 8 of the Mini-Dev's 11 databases
 def test_env_kwargs__seeds_rows_problems_and_eval_use_the_envs_built_with_them(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, mini_dev
 ):
-    if not MINI_DEV.is_file():
-        pytest.skip(f"the BIRD sample is not at {MINI_DEV.parent}")
     from agent_envs.benchmarks import leaderboard
     from agent_envs.benchmarks.leaderboard.run import registered_env
 
-    bird, data = "grl/BIRD-v0", {"data_path": str(MINI_DEV)}
+    bird, data = "grl/BIRD-v0", {"data_path": str(mini_dev)}
     flags = ["--envs", bird, "--env-kwargs", f"{bird}={json.dumps(data)}", "--sft-episodes", "6"]
     args = train.parse_args([*flags, "--problem-split", "0.5", "--out", str(tmp_path)])
     seeds = train.sft_seeds(args)[bird]
     keys = problems.problem_keys(bird, seeds, registered_env(bird, data))
     assert len(seeds) == 6 and all(problems.in_train_part(key, 0.5, 0) for key in keys.values())
-    questions = {item["question"] for item in json.loads(MINI_DEV.read_text())}
+    questions = {item["question"] for item in json.loads(mini_dev.read_text())}
     rows, oracle = train.oracle_sft_rows(bird, seeds, env_kwargs=data)
     assert oracle == 1.0 and len(rows) == 6
     assert all(any(q in row["prompt"][-1]["content"] for q in questions) for row in rows)
@@ -466,14 +461,12 @@ BIRD_MINI_DEV = {
 
 
 @pytest.mark.filterwarnings("ignore:BIRD. skipped")  # 8 of the Mini-Dev's 11 databases
-def test_committed_bird__the_mini_dev_try_solves_no_held_out_question(monkeypatch):
+def test_committed_bird__the_mini_dev_try_solves_no_held_out_question(monkeypatch, mini_dev):
     """Issue 33, BIRD's fair try on its own questions: SFT on the Mini-Dev questions (3 of its
     databases, in ``../shared/data``) of a seeded half, eval on 300 seeds; recomputed from the
     committed episodes and stage record (the env built from the sample, as the run recorded
     it: relative to the repository root), with the figures the notes print."""
-    if not MINI_DEV.is_file():
-        pytest.skip(f"the BIRD sample is not at {MINI_DEV.parent}")
-    monkeypatch.chdir(ROOT)
+    monkeypatch.chdir(ROOT)  # the run recorded the sample's path relative to the root
     env_id, run = "grl/BIRD-v0", BIRD_MINI_DEV
     settings = json.loads((TRAINING / run["folder"] / "manifest.json").read_text())["settings"]
     overrides = {"data_path": "../shared/data/bird/mini_dev_sqlite.json"}
