@@ -169,9 +169,9 @@ class Args:
     accumulates the passes' gradients (TRL's ``gradient_accumulation_steps``), for long rows:
     a batch of 8 BIRD rows (~2,100 tokens each) was killed at 14 GB in one pass"""
     sft_rationale: bool = True
-    """demonstrations write the oracle's worked reasoning before the answer where the env has
-    one (``TextEnv.oracle_rationale``: GSM8K's solution steps; the other envs have none); give
-    the replies room with ``--max-new-tokens``"""
+    """demonstrations (SFT rows and the luffy stage's oracle episodes) write the oracle's worked
+    reasoning before the answer where the env has one (``TextEnv.oracle_rationale``: GSM8K's
+    solution steps; the other envs have none); give the replies room with ``--max-new-tokens``"""
     sft_shared_prefix: bool = True
     """run each batch's shared system prompt once (``agent_envs.adapters.trl.sft_trainer``; same
     gradients)"""
@@ -574,6 +574,7 @@ def advantage_config(args: Args, stage: str) -> Any:
         omega=args.gigpo_omega,
         off_policy=args.luffy_k if luffy else 0,
         oracle_start=args.luffy_start,
+        oracle_rationale=args.sft_rationale,
     )
 
 

@@ -41,6 +41,9 @@ class AdvantageConfig:
             the start never shows. A group without such an episode gets one from the start.
             With ``"gigpo"`` the oracle's recovery turn joins the anchor group of the failed
             episode's second turn.
+        oracle_rationale: those oracle episodes write the env's worked reasoning before each
+            answer (``TextEnv.oracle_rationale``: GSM8K's solution steps), as SFT rows made with
+            it do; envs without one play the plain oracle.
     """
 
     estimator: str = "grpo"
@@ -50,6 +53,7 @@ class AdvantageConfig:
     stats: str = "trajectory"
     off_policy: int = 0
     oracle_start: str = "reset"
+    oracle_rationale: bool = False
 
     def __post_init__(self) -> None:
         for name, value, allowed in (

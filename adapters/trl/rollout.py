@@ -485,7 +485,7 @@ def make_rollout_func(
         """LUFFY's groups: each group's sampled episodes, then ``k`` oracle episodes."""
         from agent_envs.adapters.engines.scripted import oracle_engine
 
-        oracle = oracle_engine(tokenizer=tokenizer)
+        oracle = oracle_engine(tokenizer=tokenizer, rationale=advantages.oracle_rationale)
         groups = [[sampled[row] for row in rows] for rows in estimators.episode_groups(sampled)]
         starts = [
             _recovery_starts(group, k) if advantages.oracle_start == "recovery" else []

@@ -274,6 +274,31 @@ def test_trl__off_policy_rows_are_the_oracle_episode_of_the_group_seed(tokenizer
     assert min(_model_token_values(output, 2)) > 0  # the solved episode leads its group
 
 
+def test_trl__oracle_rationale_makes_off_policy_rows_write_the_worked_steps(tokenizer):
+    """LUFFY's oracle rows on GSM8K: with ``oracle_rationale`` the reply is the solution's steps,
+    then the answer (as the SFT rows made with the rationale), without it the answer alone."""
+    from agent_envs.adapters.engines.scripted import random_engine
+    from agent_envs.adapters.trl import AdvantageConfig
+
+    replies = {}
+    for rationale in (False, True):
+        seen = []
+        rollout = make_rollout_func(
+            "grl/GSM8K-v0",
+            max_new_tokens=160,
+            engine=random_engine(0, tokenizer=tokenizer),
+            advantages=AdvantageConfig(off_policy=1, oracle_rationale=rationale),
+            on_trajectories=seen.extend,
+        )
+        output = rollout([episode_key("grl/GSM8K-v0", 3)] * 3, trainer=None)
+        assert output["off_policy"] == [False, False, True]
+        assert seen[2].agent == "oracle" and seen[2].success
+        replies[rationale] = seen[2].steps[0].reply
+    answer = replies[False]
+    assert answer.startswith("<answer>") and replies[True].endswith(answer)
+    assert "=" in replies[True][: -len(answer)]  # the worked steps come first
+
+
 def test_trl__recovery_rows_replay_a_failed_first_turn_then_follow_the_oracle(tokenizer):
     from agent_envs.adapters.engines.scripted import random_engine
     from agent_envs.adapters.trl import AdvantageConfig

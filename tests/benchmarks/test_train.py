@@ -211,6 +211,8 @@ def test_train__luffy_flags_reach_the_advantage_config_and_are_checked():
     )
     assert (config.estimator, config.oracle_start, config.off_policy) == ("gigpo", "recovery", 2)
     assert train.advantage_config(train.Args(luffy_estimator="gigpo"), "grpo").off_policy == 0
+    assert train.advantage_config(train.Args(), "luffy").oracle_rationale  # as the SFT rows
+    assert not train.advantage_config(train.Args(sft_rationale=False), "luffy").oracle_rationale
     with pytest.raises(SystemExit, match="--luffy-start"):
         train.advantage_config(train.Args(luffy_start="midway"), "luffy")
     with pytest.raises(SystemExit, match="--luffy-estimator"):  # refused before any stage runs
