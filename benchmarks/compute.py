@@ -20,11 +20,14 @@
   in float32 and bfloat16 at the same thread count). FLOPs are counted by
   ``torch.utils.flop_counter.FlopCounterMode`` on one pass (matmuls and attention: with LoRA
   the frozen weights get no weight gradient, so a pass is ~4, not 6, x params x tokens).
-  A ``torch.profiler`` table of the bfloat16 pass names where its time goes.
+  A ``torch.profiler`` table of the bfloat16 pass names where its time goes. With
+  ``--compile``, the float32 pass is also timed on the model wrapped by ``torch.compile``.
 
 Sides alternate within each repeat (ABBA), on the same seeds and batch every repeat, so the
 noise of a shared machine falls on all of them; ratios are per repeat, median [min–max].
-Results go to ``benchmarks/results/compute.md``.
+Results go to ``benchmarks/results/compute.md`` (measured on an Intel CPU with AMX); the
+same run on an AMD EPYC with AVX-512 BF16 and no AMX is ``compute_avx512.md`` (``--output``).
+The peaks, and so the ratios, differ between the two by several times.
 """
 
 from __future__ import annotations
@@ -48,6 +51,9 @@ UPDATE_SIDES = (
     "loss pass, float32",
     "loss pass, bfloat16 autocast, frozen weights stored in bfloat16",
 )
+#: with ``--compile``: the float32 pass through ``torch.compile`` (inductor), as TRL's
+#: ``torch_compile=True`` wraps the model
+COMPILED_SIDE = "loss pass, float32, torch.compile"
 PEAKS = ("float32", "bfloat16")
 
 #: the end of the report: what a GPU run would change (not measured here)
@@ -103,6 +109,9 @@ class Args:
     """seconds of ``mm`` calls per peak measurement (the best call counts)"""
     profile: bool = True
     """profile one bfloat16 loss pass and report its costliest operators"""
+    compile: bool = False
+    """also time the float32 pass of the model wrapped by ``torch.compile`` (inductor: needs a
+    C++ compiler; its compile time is reported, not timed with the pass)"""
     output: str = str(RESULTS)
     """where the Markdown report goes ("" to only print it)"""
 
@@ -374,9 +383,15 @@ def measure_update(
     }
     flops = count_flops(trainable(with_eager_attention(model), args), batch, True)
     linear = count_flops(trained[UPDATE_SIDES[0]], batch, True)["matmul"]
+    compile_s = None
+    if args.compile:
+        trained[COMPILED_SIDE] = torch.compile(trainable(model, args))
+        start = time.perf_counter()
+        loss_pass(trained[COMPILED_SIDE], batch, bf16=False)  # compiles forward and backward
+        compile_s = time.perf_counter() - start
     for side, pass_model in trained.items():  # warm-up
-        loss_pass(pass_model, batch, bf16=side != UPDATE_SIDES[1])
-    sides = (*PEAKS, *UPDATE_SIDES)
+        loss_pass(pass_model, batch, bf16=side in UPDATE_SIDES[::2])
+    sides = (*PEAKS, *trained)
     runs: dict[str, list[float]] = {side: [] for side in sides}
     for repeat in range(args.repeats):
         for side in sides if repeat % 2 == 0 else sides[::-1]:
@@ -384,7 +399,7 @@ def measure_update(
                 runs[side].append(matmul_peak(side, args.matmul_size, args.peak_seconds))
             else:
                 start = time.perf_counter()
-                loss_pass(trained[side], batch, bf16=side != UPDATE_SIDES[1])
+                loss_pass(trained[side], batch, bf16=side in UPDATE_SIDES[::2])
                 runs[side].append(time.perf_counter() - start)
     profile = profile_pass(trained[UPDATE_SIDES[0]], batch, True) if args.profile else None
     params = sum(p.numel() for p in model.parameters())
@@ -395,6 +410,7 @@ def measure_update(
         "batch": batch,
         "params": params,
         "profile": profile,
+        "compile_s": compile_s,
     }
 
 
@@ -443,10 +459,10 @@ def update_table(result: dict[str, Any]) -> tuple[list[str], dict[str, list[floa
     for side in PEAKS:
         rate = [value / 1e9 for value in runs[side]]
         lines.append(f"| matmul peak, {side} ({side} `mm`) | | {spread(rate, 0)} | | |")
-    for side in UPDATE_SIDES:
+    for side in (s for s in runs if s not in PEAKS):
         rate = [flops / seconds for seconds in runs[side]]
         of = {peak: [r / p for r, p in zip(rate, runs[peak], strict=True)] for peak in PEAKS}
-        ratios[side] = of["float32" if side == UPDATE_SIDES[1] else "bfloat16"]
+        ratios[side] = of["bfloat16" if side in UPDATE_SIDES[::2] else "float32"]
         lines.append(
             f"| {side} | {spread(runs[side])} | {spread([r / 1e9 for r in rate], 0)} | "
             f"{spread(of['float32'])} | {spread(of['bfloat16'])} |"
@@ -482,8 +498,8 @@ def to_markdown(
         "",
         f"`python -m agent_envs.benchmarks.compute --env-id {args.env_id} --num-envs "
         f"{args.num_envs} --turns {args.turns} --max-new-tokens {args.max_new_tokens} "
-        f"--repeats {args.repeats} --threads {args.threads} --micro-batch {args.micro_batch}` "
-        f"on {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"--repeats {args.repeats} --threads {args.threads} --micro-batch {args.micro_batch}"
+        f"{' --compile' if args.compile else ''}` on {_cpu_model()}, {os.cpu_count()} CPUs, "
         f"{args.threads} torch threads, Python {platform.python_version()}, torch "
         f"{_torch_version()}: {model}. Load (`uptime`) before and after the run:",
         "",
@@ -540,6 +556,16 @@ def to_markdown(
         f"float32 peak ({'met' if fp32 >= 0.4 else 'missed'}).",
         "",
     ]
+    if update["compile_s"] is not None:
+        compiled = statistics.median(upd_ratios[COMPILED_SIDE])
+        lines += [
+            f"The float32 pass with the model wrapped by `torch.compile` (inductor, the wrapping "
+            f"TRL's `torch_compile=True` does; {update['compile_s']:.0f} s to compile its "
+            f"forward and backward on this batch, before the timed passes) reaches "
+            f"**{100 * compiled:.0f}%** of the float32 peak "
+            f"({'met' if compiled >= 0.4 else 'missed'}).",
+            "",
+        ]
     profile = update["profile"]
     if profile:
         runs = update["runs"]
@@ -560,17 +586,48 @@ def to_markdown(
             "|---|---:|---:|---:|",
             *profile["rows"],
             "",
-            "Why the bfloat16 pass stays far from its peak: the bfloat16 peak is the CPU's "
-            f"bfloat16 matmul units' ({', '.join(f'`{f}`' for f in flags) or 'no bfloat16 flags'})"
-            ", which speed up square matmuls but nothing else. The model is narrow (hidden "
-            "576) and LoRA puts a rank-32 matmul pair beside every linear layer, so the pass's "
-            "matmuls run well below the square peak (above); the rest of the pass (autocast's "
-            "casts, `copy_`; the CPU flash-attention backward; the elementwise work of RMSNorm, "
-            "RoPE, SiLU gating and LoRA's scale-and-add) gets no speed-up. bfloat16 autocast stays "
-            f"`agent-envs train`'s default: {spread(speedup)}x faster than the float32 pass.",
+            _bfloat16_reason(bf16, runs, flags)
+            + f" bfloat16 autocast stays `agent-envs train`'s default: {spread(speedup)}x "
+            "faster than the float32 pass.",
             "",
         ]
     return lines + GPU_NOTE
+
+
+def _bfloat16_reason(ratio: float, runs: dict[str, list[float]], flags: list[str]) -> str:
+    """Why the bfloat16 pass reaches ``ratio`` of its peak, from how far that peak stands above
+    the float32 one on this CPU."""
+    units = ", ".join(f"`{flag}`" for flag in flags) or "no bfloat16 flags"
+    over = statistics.median(runs["bfloat16"]) / statistics.median(runs["float32"])
+    rest = (
+        "the rest of the pass (autocast's casts, `copy_`; the CPU flash-attention backward; the "
+        "elementwise work of RMSNorm, RoPE, SiLU gating and LoRA's scale-and-add) gets no "
+        "speed-up from them."
+    )
+    if ratio < 0.4:
+        return (
+            f"Why the bfloat16 pass stays far from its peak: that peak, {over:.1f}x the float32 "
+            f"one, is the CPU's bfloat16 matmul units' ({units}), which speed up square matmuls "
+            "but nothing else. The model is narrow (hidden 576) and LoRA puts a rank-32 matmul "
+            "pair beside every linear layer, so the pass's matmuls run well below the square "
+            f"peak (above); {rest}"
+        )
+    return (
+        f"Why the bfloat16 pass comes this close to its peak: on this CPU ({units}) that peak is "
+        f"only {over:.1f}x the float32 one, so the pass's narrow matmuls (hidden 576, LoRA's "
+        f"rank-32 pairs) run near it, while {rest}"
+    )
+
+
+def _cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else its architecture."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return f"{line.split(':', 1)[1].strip()} ({platform.machine()})"
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def _cpu_flags(wanted: tuple[str, ...]) -> list[str]:

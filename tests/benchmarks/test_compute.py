@@ -3,6 +3,8 @@ work, the loss batch and FLOP counts are sane, and the report has every side (no
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from agent_envs.benchmarks import compute
 
@@ -80,6 +82,19 @@ def test_compute__flops_cover_the_linear_layers_and_attention(args, generation):
     assert 0 < update["profile"]["matmul_s"] < update["profile"]["total_s"]
 
 
+@pytest.mark.slow
+def test_compute__compile_adds_the_compiled_float32_pass(args, generation):
+    model, tokenizer, result = generation
+    update = compute.measure_update(
+        replace(args, compile=True, repeats=1, profile=False),
+        model,
+        tokenizer,
+        result["trajectories"],
+    )
+    assert update["compile_s"] > 0 and len(update["runs"][compute.COMPILED_SIDE]) == 1
+    assert compute.COMPILED_SIDE in compute.update_table(update)[1]
+
+
 def test_compute__report_names_every_side_and_target(args):
     text = compute.main(args)
     for side in (*compute.GENERATION_SIDES, *compute.UPDATE_SIDES):
@@ -89,3 +104,13 @@ def test_compute__report_names_every_side_and_target(args):
     # the profile's bound on the bfloat16 pass, and the float32 pass it is weighed against
     assert "the most a pass made of nothing but these matmuls could reach" in text
     assert "x faster than the float32 pass." in text
+
+
+def test_compute__the_bfloat16_reason_follows_the_measured_ratio():
+    """The AMX machine's bfloat16 peak stood ~6x its float32 one and the pass reached 10% of it;
+    an AVX-512 BF16 CPU's stands ~2x and the pass reached 45%: each report says which."""
+    amx = compute._bfloat16_reason(0.10, {"float32": [353.0], "bfloat16": [2050.0]}, ["amx_bf16"])
+    avx = compute._bfloat16_reason(0.45, {"float32": [188.0], "bfloat16": [417.0]}, [])
+    assert amx.startswith("Why the bfloat16 pass stays far") and "5.8x the float32" in amx
+    assert avx.startswith("Why the bfloat16 pass comes this close") and "only 2.2x" in avx
+    assert "no bfloat16 flags" in avx
