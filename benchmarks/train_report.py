@@ -122,7 +122,9 @@ SUMMARY_RUNS: dict[str, dict[str, Any]] = {
         "(lr 1e-4, T 0.7, KL 0.1), lowered greedy success, kept steps 40 and 80 too; a "
         "second try from a retrained SFT model (32 steps of 4 groups of 8, T 1.0, lr 5e-5, "
         "KL 0.5) lowered it too, -0.063 [-0.097, -0.033] on fresh seeds (`gsm8k/README.md`, "
-        '"A second GRPO try")',
+        '"A second GRPO try"), and a third, LUFFY from that SFT model with one oracle episode '
+        "and its worked steps in each group of 8, -0.033 [-0.060, -0.007] "
+        '("A third try: LUFFY")',
     },
     "BIRD": {
         "folder": "bird/split/leaderboard",

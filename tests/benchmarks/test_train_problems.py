@@ -639,6 +639,39 @@ def test_committed_gsm8k__a_second_grpo_try_lowered_it_too():
     assert eval_delta["mean"] < 0 and fresh_delta["high"] < 0
 
 
+#: the third GSM8K try (`gsm8k/README.md`, "A third try: LUFFY"): LUFFY from the second try's
+#: SFT model, laid out as a :data:`train_report.SUMMARY_RUNS` entry
+GSM8K_LUFFY = {
+    "folder": "gsm8k/luffy/leaderboard",
+    "stages": ["gsm8k/retry/logs/sft/stage.json", "gsm8k/luffy/logs/luffy/stage.json"],
+    "SFT": "smollm2-sft",
+    "RL": "smollm2-sft-luffy",
+    "fresh": "gsm8k/luffy/fresh300",
+}
+
+
+def test_committed_gsm8k__luffy_with_gold_solutions_did_not_beat_sft():
+    """Issue 33, GSM8K: LUFFY (one oracle episode with its worked steps in each group of 8) from
+    the second try's SFT model, the same SFT checkpoint in both folders; against it on the 300
+    eval seeds (level) and 300 fresh ones (below), every problem held out, recomputed from the
+    committed episodes and stage records as the notes print them."""
+    records = _records(GSM8K_LUFFY)
+    assert [(r["stage"], r["steps"]) for r in records] == [("sft", 250), ("luffy", 36)]
+    luffy = records[1]["settings"]
+    settings = (luffy["luffy_k"], luffy["num_generations"], luffy["sft_rationale"])
+    assert settings == ("1", "8", "True")
+    pinned = {
+        json.loads((TRAINING / where / "manifest.json").read_text())["pins"]["agents"][
+            "smollm2-sft"
+        ]["weights_sha256"]
+        for run in (GSM8K_RETRY, GSM8K_LUFFY)
+        for where in (run["folder"], run["fresh"])
+    }
+    assert len(pinned) == 1  # the second try's SFT model, not a retrained one
+    eval_delta, fresh_delta = _gsm8k_rl_minus_sft_as_printed(GSM8K_LUFFY, records)
+    assert eval_delta["low"] < 0 < eval_delta["high"] and fresh_delta["high"] < 0
+
+
 def test_committed_multi_env__sft_against_each_specialist():
     """Issue 33, the multi-env model: one SFT model over the six families (48 oracle episodes
     of each) against each family's specialist SFT model on the 64 eval seeds both played,
