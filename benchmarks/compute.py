@@ -51,6 +51,8 @@ UPDATE_SIDES = (
     "loss pass, float32",
     "loss pass, bfloat16 autocast, frozen weights stored in bfloat16",
 )
+#: the sides whose pass runs under bfloat16 autocast
+BF16_SIDES = (UPDATE_SIDES[0], UPDATE_SIDES[2])
 #: with ``--compile``: the float32 pass through ``torch.compile`` (inductor), as TRL's
 #: ``torch_compile=True`` wraps the model
 COMPILED_SIDE = "loss pass, float32, torch.compile"
@@ -390,7 +392,7 @@ def measure_update(
         loss_pass(trained[COMPILED_SIDE], batch, bf16=False)  # compiles forward and backward
         compile_s = time.perf_counter() - start
     for side, pass_model in trained.items():  # warm-up
-        loss_pass(pass_model, batch, bf16=side in UPDATE_SIDES[::2])
+        loss_pass(pass_model, batch, bf16=side in BF16_SIDES)
     sides = (*PEAKS, *trained)
     runs: dict[str, list[float]] = {side: [] for side in sides}
     for repeat in range(args.repeats):
@@ -399,7 +401,7 @@ def measure_update(
                 runs[side].append(matmul_peak(side, args.matmul_size, args.peak_seconds))
             else:
                 start = time.perf_counter()
-                loss_pass(trained[side], batch, bf16=side in UPDATE_SIDES[::2])
+                loss_pass(trained[side], batch, bf16=side in BF16_SIDES)
                 runs[side].append(time.perf_counter() - start)
     profile = profile_pass(trained[UPDATE_SIDES[0]], batch, True) if args.profile else None
     params = sum(p.numel() for p in model.parameters())
@@ -462,7 +464,7 @@ def update_table(result: dict[str, Any]) -> tuple[list[str], dict[str, list[floa
     for side in (s for s in runs if s not in PEAKS):
         rate = [flops / seconds for seconds in runs[side]]
         of = {peak: [r / p for r, p in zip(rate, runs[peak], strict=True)] for peak in PEAKS}
-        ratios[side] = of["bfloat16" if side in UPDATE_SIDES[::2] else "float32"]
+        ratios[side] = of["bfloat16" if side in BF16_SIDES else "float32"]
         lines.append(
             f"| {side} | {spread(runs[side])} | {spread([r / 1e9 for r in rate], 0)} | "
             f"{spread(of['float32'])} | {spread(of['bfloat16'])} |"
