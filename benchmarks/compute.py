@@ -621,23 +621,25 @@ def _bfloat16_reason(ratio: float, runs: dict[str, list[float]], flags: list[str
     )
 
 
+def _cpuinfo() -> str:
+    """``/proc/cpuinfo`` ("" where it cannot be read)."""
+    try:
+        return Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return ""
+
+
 def _cpu_model() -> str:
     """The CPU's model name (``/proc/cpuinfo``), else its architecture."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return f"{line.split(':', 1)[1].strip()} ({platform.machine()})"
-    except OSError:
-        pass
+    for line in _cpuinfo().splitlines():
+        if line.startswith("model name"):
+            return f"{line.split(':', 1)[1].strip()} ({platform.machine()})"
     return platform.processor() or platform.machine()
 
 
 def _cpu_flags(wanted: tuple[str, ...]) -> list[str]:
     """Which of ``wanted`` ``/proc/cpuinfo`` lists (none where it cannot be read)."""
-    try:
-        flags = set(Path("/proc/cpuinfo").read_text().split())
-    except OSError:
-        return []
+    flags = set(_cpuinfo().split())
     return [flag for flag in wanted if flag in flags]
 
 
