@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-SHARED_BIRD = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "bird"
+#: the official data samples beside the repository (``../shared/data``)
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SHARED_BIRD = SHARED_DATA / "bird"
 
 # torch's OpenMP threads sleep rather than spin while they wait, as under the `agent-envs`
 # command: on a loaded machine spinning costs several times the time (`agent-envs bench

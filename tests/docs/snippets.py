@@ -29,8 +29,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.conftest import SHARED_DATA
+
 ROOT = Path(__file__).resolve().parents[2]
-SHARED_DATA = ROOT.parent / "shared" / "data"
 DEFAULT_TIMEOUT_S = 90
 LANGUAGES = {"python": "python", "py": "python", "bash": "bash", "sh": "bash", "shell": "bash"}
 SKIP = re.compile(r"^\s*#\s*not run by the docs tests?:\s*(.*)$", re.IGNORECASE)

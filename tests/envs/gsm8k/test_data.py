@@ -6,15 +6,15 @@ import copy
 import json
 import re
 import sys
-from pathlib import Path
 
 import pytest
 from gymnasium.error import DependencyNotInstalled
 
 from agent_envs.envs.gsm8k import data
 from agent_envs.envs.gsm8k.grading import format_number, gold_number, parse_number, read_answer
+from tests.conftest import SHARED_DATA
 
-DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "gsm8k"
+DATA = SHARED_DATA / "gsm8k"
 needs_data = pytest.mark.skipif(
     not (DATA / "train.jsonl").is_file() or not (DATA / "test.jsonl").is_file(),
     reason=f"official GSM8K sample not found at {DATA}",

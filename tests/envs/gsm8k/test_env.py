@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import sys
-from pathlib import Path
 
 import pytest
 from gymnasium.error import DependencyNotInstalled
@@ -14,8 +13,9 @@ from agent_envs.core.policies import OraclePolicy, RandomPolicy
 from agent_envs.core.spaces import ASCII_CHARSET
 from agent_envs.envs.gsm8k import GSM8KEnv, data, make_vector_env, prompts
 from agent_envs.testing import check_text_env
+from tests.conftest import SHARED_DATA
 
-DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "gsm8k"
+DATA = SHARED_DATA / "gsm8k"
 needs_data = pytest.mark.skipif(
     not (DATA / "train.jsonl").is_file() or not (DATA / "test.jsonl").is_file(),
     reason=f"official GSM8K sample not found at {DATA}",

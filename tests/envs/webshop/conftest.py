@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
-DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "webshop"
+from tests.conftest import SHARED_DATA
+
+DATA = SHARED_DATA / "webshop"
 HAS_DATA = (DATA / "documents_1k.jsonl").is_file() and (DATA / "items_ins_v2_1000.json").is_file()
 needs_data = pytest.mark.skipif(
     not HAS_DATA,
