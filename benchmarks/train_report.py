@@ -420,7 +420,9 @@ MULTI_ENV_RUN: dict[str, Any] | None = {
     "RL": None,
     "note": "SFT on 48 oracle episodes of each family (288 episode rows, 2 epochs, 107 CPU min, "
     "a quarter of the six specialists' SFT CPU time together), eval on the first 64 eval seeds "
-    "of five families (WebShop's was stopped for time); no RL stage yet (`multi/README.md`)",
+    "of five families (WebShop's was stopped for time); no RL stage: one GiGPO step over the "
+    "mixture (a group of 4 per family) took 1,245 s, 4.5-6.5 days for the specialists' RL "
+    "episodes (`multi/README.md`)",
 }
 
 
