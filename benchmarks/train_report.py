@@ -152,31 +152,22 @@ SUMMARY_RUNS: dict[str, dict[str, Any]] = {
 
 
 def run_curves(args: Args) -> list[Path]:
-    """Success and return of the training episodes against the step, one line per estimator."""
+    """Success and return of the training episodes against the step, one line per estimator
+    (and, on a run over several envs, one per estimator and env)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     written = []
-    series = {}
-    for name in RL_STAGES:
-        log = args.out / name / "log.jsonl"
-        if log.exists():
-            rows = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
-            series[name] = [row for row in rows if "rewards/success_reward/mean" in row]
     args.curves_out.mkdir(parents=True, exist_ok=True)
-    for metric, key, label in (
-        ("success", "rewards/success_reward/mean", "success rate of training episodes"),
-        ("return", "rewards/episode_return_reward/mean", "mean return of training episodes"),
+    for metric, label in (
+        ("success", "success rate of training episodes"),
+        ("return", "mean return of training episodes"),
     ):
         figure, axis = plt.subplots(figsize=(6, 3.6), dpi=120)
-        for name, rows in series.items():
-            steps = [row["step"] for row in rows]
-            values = [row[key] for row in rows]
-            line = name
-            if name == "luffy":  # its groups hold oracle episodes, counted in these means
-                line += f" ({args.luffy_k} of {args.num_generations} per group: oracle)"
+        series = training_series(args, metric)
+        for line, (steps, values) in series.items():
             axis.plot(steps, _smooth(values), label=line)
         axis.set_xlabel("RL step")
         axis.set_ylabel(label)
@@ -207,6 +198,32 @@ def run_curves(args: Args) -> list[Path]:
         plt.close(figure)
         written.append(path)
     return written
+
+
+def training_series(args: Args, metric: str) -> dict[str, tuple[list[int], list[float]]]:
+    """``line label -> (steps, values)`` of a training metric (``"success"`` or ``"return"``)
+    from each RL stage's TRL log: the mean over the step's episodes and, on a run over several
+    envs, each env's mean (``episodes/<metric>/<env_id>``, logged by the reward functions; a
+    step that dealt no episode of an env has no point for it)."""
+    mean_key = {"success": "rewards/success_reward/mean",
+                "return": "rewards/episode_return_reward/mean"}[metric]  # fmt: skip
+    series = {}
+    for name in RL_STAGES:
+        log = args.out / name / "log.jsonl"
+        if not log.exists():
+            continue
+        rows = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+        line = name
+        if name == "luffy":  # its groups hold oracle episodes, counted in these means
+            line += f" ({args.luffy_k} of {args.num_generations} per group: oracle)"
+        keys = {line: mean_key}
+        if len(args.envs) > 1:
+            keys |= {f"{line}, {env_id}": f"episodes/{metric}/{env_id}" for env_id in args.envs}
+        for label, key in keys.items():
+            points = [(row["step"], row[key]) for row in rows if key in row]
+            if points:
+                series[label] = ([step for step, _ in points], [value for _, value in points])
+    return series
 
 
 def eval_curve_points(args: Args) -> dict[tuple[str, str], list[tuple[int, float, float, float]]]:

@@ -27,10 +27,13 @@ Three pieces, used together::
   ``completion_ids`` (the whole multi-turn episode after it), ``logprobs`` (sampled-token
   log-probabilities, 0 on env tokens), ``env_mask`` (1 = model token, 0 = env/template token: TRL
   multiplies it into the loss mask), and ``episode_return``, ``success``, ``num_turns``,
-  ``engine_error``, which TRL forwards to reward functions. An episode that ended with an engine
-  error, or whose env worker died (``truncation_reason="worker_died"``), gets an all-zero
-  ``env_mask`` (no loss) and no reward.
-- :func:`episode_return_reward`: the reward function returning each episode's return.
+  ``engine_error``, ``env_id``, which TRL forwards to reward functions. An episode that ended
+  with an engine error, or whose env worker died (``truncation_reason="worker_died"``), gets an
+  all-zero ``env_mask`` (no loss) and no reward.
+- :func:`episode_return_reward`: the reward function returning each episode's return
+  (:func:`success_reward`: 1 for a solved episode). Both log each env's mean through TRL's
+  ``log_metric`` (``episodes/return/<env_id>``, ``episodes/success/<env_id>``), so a run over
+  several envs (:func:`route_by_env`) has a curve per env.
 
 Per-token advantages: ``make_rollout_func(..., advantages=AdvantageConfig(...))`` adds
 ``token_advantages`` (GRPO, Dr. GRPO, RLOO or GiGPO from :mod:`agent_envs.adapters.advantages`,
@@ -49,7 +52,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -280,6 +283,7 @@ def _rows(
         "success": [],
         "num_turns": [],
         "engine_error": [],
+        "env_id": [],
     }
     if token_advantages is not None:
         output["token_advantages"] = []
@@ -302,6 +306,7 @@ def _rows(
         output["success"].append(trajectory.success)
         output["num_turns"].append(trajectory.num_turns)
         output["engine_error"].append(error)
+        output["env_id"].append(trajectory.env_id)
         if token_advantages is not None:
             values = [float(value) for value in token_advantages[index]]
             output["token_advantages"].append(values or [0.0] * len(completion))
@@ -579,30 +584,61 @@ def episode_return_reward(
     completions: list[Any],
     episode_return: list[float],
     engine_error: list[bool] | None = None,
+    env_id: list[str] | None = None,
     log_metric: Callable[[str, float], None] | None = None,
     **_: Any,
 ) -> list[float | None]:
     """TRL reward function: each episode's return (summed env rewards); ``None`` (no reward,
     left out of TRL's group statistics) for an episode that ended with an engine error, whose
-    count it logs as ``episodes/engine_errors`` through TRL's ``log_metric``."""
+    count it logs as ``episodes/engine_errors`` through TRL's ``log_metric``, with each env's
+    mean return as ``episodes/return/<env_id>``."""
     errors = engine_error or [False] * len(episode_return)
     if log_metric is not None:
         log_metric("episodes/engine_errors", float(sum(errors)))
+        _log_by_env(log_metric, "episodes/return", episode_return, errors, env_id)
     return [
         None if error else float(value) for value, error in zip(episode_return, errors, strict=True)
     ]
 
 
 def success_reward(
-    completions: list[Any], success: list[bool], engine_error: list[bool] | None = None, **_: Any
+    completions: list[Any],
+    success: list[bool],
+    engine_error: list[bool] | None = None,
+    env_id: list[str] | None = None,
+    log_metric: Callable[[str, float], None] | None = None,
+    **_: Any,
 ) -> list[float | None]:
     """TRL reward function: 1.0 for an episode that met the env's success predicate, else 0;
-    ``None`` for an episode that ended with an engine error."""
+    ``None`` for an episode that ended with an engine error. Logs each env's success rate as
+    ``episodes/success/<env_id>``."""
     errors = engine_error or [False] * len(success)
+    if log_metric is not None:
+        _log_by_env(log_metric, "episodes/success", [float(v) for v in success], errors, env_id)
     return [
         None if error else (1.0 if value else 0.0)
         for value, error in zip(success, errors, strict=True)
     ]
+
+
+def _log_by_env(
+    log_metric: Callable[[str, float], None],
+    name: str,
+    values: Sequence[float],
+    errors: Sequence[bool],
+    env_id: Sequence[str] | None,
+) -> None:
+    """Log the mean of ``values`` over each env's episodes as ``<name>/<env_id>``, engine errors
+    left out: a run over several envs (:func:`route_by_env`) gets a curve per env beside TRL's
+    mean over all of them. Nothing without ``env_id`` (the rollout's column)."""
+    if env_id is None:
+        return
+    by_env: dict[str, list[float]] = {}
+    for value, error, env in zip(values, errors, env_id, strict=True):
+        if not error:
+            by_env.setdefault(env, []).append(float(value))
+    for env, kept in by_env.items():
+        log_metric(f"{name}/{env}", sum(kept) / len(kept))
 
 
 def route_by_env(funcs: dict[str, Callable[..., dict[str, list[Any]]]]) -> Callable[..., Any]:

@@ -49,7 +49,7 @@ def test_trl__rollout_func_returns_one_row_per_prompt_and_groups_share_a_start(t
     output = rollout(prompts, trainer=None)
     assert set(output) == {
         "prompt_ids", "completion_ids", "logprobs", "env_mask", "episode_return", "success",
-        "num_turns", "engine_error",
+        "num_turns", "engine_error", "env_id",
     }  # fmt: skip
     assert all(len(values) == 4 for values in output.values())
     assert output["prompt_ids"][0] == output["prompt_ids"][1] != output["prompt_ids"][2]
@@ -76,6 +76,34 @@ def test_trl__rollout_func_rejects_a_prompt_that_is_not_an_episode_key(tokenizer
 def test_trl__reward_functions_read_the_extra_fields():
     assert episode_return_reward(["a", "b"], episode_return=[1.5, -0.2]) == [1.5, -0.2]
     assert success_reward(["a", "b"], success=[True, False]) == [1.0, 0.0]
+
+
+def test_trl__route_by_env_keeps_the_prompt_order_and_rewards_log_each_env(tokenizer):
+    from agent_envs.adapters.engines.scripted import random_engine
+    from agent_envs.adapters.trl import route_by_env
+
+    envs = ("grl/Sokoban-v0", "grl/Blocksworld-v0")
+    random, oracle = random_engine(0, tokenizer=tokenizer), oracle_engine(tokenizer=tokenizer)
+    rollout = route_by_env({
+        envs[0]: make_rollout_func(envs[0], max_turns=2, engine=random),
+        envs[1]: make_rollout_func(envs[1], engine=oracle),
+    })  # fmt: skip
+    prompts = [episode_key(envs[index % 2], seed) for index, seed in enumerate((5, 7, 6, 8))]
+    output = rollout(prompts, trainer=None)
+    assert output["env_id"] == [envs[0], envs[1], envs[0], envs[1]]
+    assert output["success"][1::2] == [True, True]  # the oracle's rows, where they were asked
+    logged = {}
+    errors = [False, False, True, False]  # the third row (Sokoban) left out
+    success_reward([""] * 4, output["success"], errors, output["env_id"], logged.__setitem__)
+    episode_return_reward([""] * 4, output["episode_return"], errors, output["env_id"],
+                          logged.__setitem__)  # fmt: skip
+    assert logged == {
+        "episodes/engine_errors": 1.0,
+        f"episodes/success/{envs[0]}": float(output["success"][0]),
+        f"episodes/success/{envs[1]}": 1.0,
+        f"episodes/return/{envs[0]}": pytest.approx(output["episode_return"][0]),
+        f"episodes/return/{envs[1]}": pytest.approx(sum(output["episode_return"][1::2]) / 2),
+    }
 
 
 def test_trl__environment_factory_plays_the_env_as_a_tool():

@@ -337,6 +337,11 @@ def test_train__pipeline_on_a_tiny_model_resumes_and_validates(tmp_path):
     assert record["cpu_s"] > continuation_cpu  # the first step's time is counted too
     logged = [json.loads(line) for line in (args.out / "grpo" / "log.jsonl").open()]
     assert [row["step"] for row in logged if "loss" in row] == [1, 2]
+    # TRL forwards the rollout's env ids to the reward functions, which log each env's mean
+    assert all(
+        row["episodes/success/grl/Sokoban-v0"] == row["rewards/success_reward/mean"]
+        for row in logged if "loss" in row
+    )  # fmt: skip
 
 
 def test_train__every_env_generates_from_one_shared_model_copy(monkeypatch):

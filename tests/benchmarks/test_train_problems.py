@@ -167,6 +167,28 @@ def test_curves__eval_success_against_the_step_of_each_kept_model(tmp_path):
     assert tmp_path / "curves" / "curve_eval.png" in train_report.run_curves(args)
 
 
+def test_curves__a_run_over_several_envs_has_a_line_per_env(tmp_path):
+    sokoban = "grl/Sokoban-v0"
+    rows = [
+        {"step": 1, "rewards/success_reward/mean": 0.5, f"episodes/success/{sokoban}": 0.25,
+         f"episodes/success/{BLOCKSWORLD}": 0.75},
+        {"step": 2, "rewards/success_reward/mean": 0.75, f"episodes/success/{BLOCKSWORLD}": 0.75},
+        {"step": 2, "train_runtime": 10.0},  # TRL's closing record
+    ]  # fmt: skip
+    (tmp_path / "run" / "gigpo").mkdir(parents=True)
+    log = "\n".join(json.dumps(row) for row in rows)
+    (tmp_path / "run" / "gigpo" / "log.jsonl").write_text(log, encoding="utf-8")
+    args = train.Args(out=tmp_path / "run", envs=[sokoban, BLOCKSWORLD])
+    assert train_report.training_series(args, "success") == {
+        "gigpo": ([1, 2], [0.5, 0.75]),
+        f"gigpo, {sokoban}": ([1], [0.25]),  # step 2 dealt no Sokoban episode
+        f"gigpo, {BLOCKSWORLD}": ([1, 2], [0.75, 0.75]),
+    }
+    assert train_report.training_series(args, "return") == {}
+    args.envs = [BLOCKSWORLD]  # one env: its mean is the step's mean, one line
+    assert list(train_report.training_series(args, "success")) == ["gigpo"]
+
+
 def _problem_report(tmp_path, monkeypatch, trained_keys, split=0.0):
     """The report's problem section over 8 eval seeds dealing problems p0..p3 twice each."""
     keys = {seed: f"p{seed % 4}" for seed in range(8)}
