@@ -27,13 +27,15 @@ Three pieces, used together::
   ``completion_ids`` (the whole multi-turn episode after it), ``logprobs`` (sampled-token
   log-probabilities, 0 on env tokens), ``env_mask`` (1 = model token, 0 = env/template token: TRL
   multiplies it into the loss mask), and ``episode_return``, ``success``, ``num_turns``,
-  ``engine_error``, ``env_id``, which TRL forwards to reward functions. An episode that ended
+  ``engine_error``, ``env_id`` and ``rollout_seconds`` (the batch's wall time, shared out
+  over its rows), which TRL forwards to reward functions. An episode that ended
   with an engine error, or whose env worker died (``truncation_reason="worker_died"``), gets an
   all-zero ``env_mask`` (no loss) and no reward.
 - :func:`episode_return_reward`: the reward function returning each episode's return
   (:func:`success_reward`: 1 for a solved episode). Both log each env's mean through TRL's
-  ``log_metric`` (``episodes/return/<env_id>``, ``episodes/success/<env_id>``), so a run over
-  several envs (:func:`route_by_env`) has a curve per env.
+  ``log_metric`` (``episodes/return/<env_id>``, ``episodes/success/<env_id>``, and the
+  rollout's wall seconds per episode, ``episodes/seconds/<env_id>``), so a run over several
+  envs (:func:`route_by_env`) has a curve per env and shows which env its steps wait on.
 
 Per-token advantages: ``make_rollout_func(..., advantages=AdvantageConfig(...))`` adds
 ``token_advantages`` (GRPO, Dr. GRPO, RLOO or GiGPO from :mod:`agent_envs.adapters.advantages`,
@@ -52,6 +54,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -537,6 +540,7 @@ def make_rollout_func(
                 f"{min(len(rows) for rows in groups)}"
             )
         run_engine = engine if engine is not None else _trainer_engine(trainer, generation_copy)
+        began = time.perf_counter()
         sampled_rows = [row for rows in groups for row in rows[: len(rows) - k]]
         sampled = collect(run_engine, [keys[row][1] for row in sampled_rows])
         group_of = {row: number for number, rows in enumerate(groups) for row in rows}
@@ -559,9 +563,10 @@ def make_rollout_func(
         pad = (
             tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         )
-        if advantages is None:
-            return _rows(trajectories, pad)
-        return _rows(trajectories, pad, _token_advantages(trajectories, advantages))
+        values = None if advantages is None else _token_advantages(trajectories, advantages)
+        rows = _rows(trajectories, pad, values)
+        rows["rollout_seconds"] = [(time.perf_counter() - began) / len(keys)] * len(keys)
+        return rows
 
     return rollout_func
 
@@ -585,17 +590,22 @@ def episode_return_reward(
     episode_return: list[float],
     engine_error: list[bool] | None = None,
     env_id: list[str] | None = None,
+    rollout_seconds: list[float] | None = None,
     log_metric: Callable[[str, float], None] | None = None,
     **_: Any,
 ) -> list[float | None]:
     """TRL reward function: each episode's return (summed env rewards); ``None`` (no reward,
     left out of TRL's group statistics) for an episode that ended with an engine error, whose
     count it logs as ``episodes/engine_errors`` through TRL's ``log_metric``, with each env's
-    mean return as ``episodes/return/<env_id>``."""
+    mean return as ``episodes/return/<env_id>`` and the wall seconds its rollout took per
+    episode as ``episodes/seconds/<env_id>``."""
     errors = engine_error or [False] * len(episode_return)
     if log_metric is not None:
         log_metric("episodes/engine_errors", float(sum(errors)))
         _log_by_env(log_metric, "episodes/return", episode_return, errors, env_id)
+        if rollout_seconds is not None:
+            every = [False] * len(rollout_seconds)  # an engine error took its time too
+            _log_by_env(log_metric, "episodes/seconds", rollout_seconds, every, env_id)
     return [
         None if error else float(value) for value, error in zip(episode_return, errors, strict=True)
     ]

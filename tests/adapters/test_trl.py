@@ -49,7 +49,7 @@ def test_trl__rollout_func_returns_one_row_per_prompt_and_groups_share_a_start(t
     output = rollout(prompts, trainer=None)
     assert set(output) == {
         "prompt_ids", "completion_ids", "logprobs", "env_mask", "episode_return", "success",
-        "num_turns", "engine_error", "env_id",
+        "num_turns", "engine_error", "env_id", "rollout_seconds",
     }  # fmt: skip
     assert all(len(values) == 4 for values in output.values())
     assert output["prompt_ids"][0] == output["prompt_ids"][1] != output["prompt_ids"][2]
@@ -95,14 +95,24 @@ def test_trl__route_by_env_keeps_the_prompt_order_and_rewards_log_each_env(token
     logged = {}
     errors = [False, False, True, False]  # the third row (Sokoban) left out
     success_reward([""] * 4, output["success"], errors, output["env_id"], logged.__setitem__)
-    episode_return_reward([""] * 4, output["episode_return"], errors, output["env_id"],
-                          logged.__setitem__)  # fmt: skip
+    episode_return_reward(
+        [""] * 4,
+        output["episode_return"],
+        engine_error=errors,
+        env_id=output["env_id"],
+        rollout_seconds=output["rollout_seconds"],
+        log_metric=logged.__setitem__,
+    )
+    seconds = output["rollout_seconds"]
+    assert seconds[0] == seconds[2] > 0 and seconds[1] == seconds[3] > 0  # each env's batch
     assert logged == {
         "episodes/engine_errors": 1.0,
         f"episodes/success/{envs[0]}": float(output["success"][0]),
         f"episodes/success/{envs[1]}": 1.0,
         f"episodes/return/{envs[0]}": pytest.approx(output["episode_return"][0]),
         f"episodes/return/{envs[1]}": pytest.approx(sum(output["episode_return"][1::2]) / 2),
+        f"episodes/seconds/{envs[0]}": pytest.approx(seconds[0]),
+        f"episodes/seconds/{envs[1]}": pytest.approx(seconds[1]),
     }
 
 

@@ -340,6 +340,7 @@ def test_train__pipeline_on_a_tiny_model_resumes_and_validates(tmp_path):
     # TRL forwards the rollout's env ids to the reward functions, which log each env's mean
     assert all(
         row["episodes/success/grl/Sokoban-v0"] == row["rewards/success_reward/mean"]
+        and row["episodes/seconds/grl/Sokoban-v0"] > 0
         for row in logged if "loss" in row
     )  # fmt: skip
 
