@@ -122,9 +122,10 @@ SUMMARY_RUNS: dict[str, dict[str, Any]] = {
         "(lr 1e-4, T 0.7, KL 0.1), lowered greedy success, kept steps 40 and 80 too; a "
         "second try from a retrained SFT model (32 steps of 4 groups of 8, T 1.0, lr 5e-5, "
         "KL 0.5) lowered it too, -0.063 [-0.097, -0.033] on fresh seeds (`gsm8k/README.md`, "
-        '"A second GRPO try"), and a third, LUFFY from that SFT model with one oracle episode '
+        '"A second GRPO try"); a third, LUFFY from that SFT model with one oracle episode '
         "and its worked steps in each group of 8, -0.033 [-0.060, -0.007] "
-        '("A third try: LUFFY")',
+        '("A third try: LUFFY"); and a fourth, GRPO in groups of 16, -0.097 [-0.137, -0.057] '
+        '("A fourth try")',
     },
     "BIRD": {
         "folder": "bird/split/leaderboard",
@@ -438,8 +439,9 @@ MULTI_ENV_RUN: dict[str, Any] | None = {
     "note": "SFT on 48 oracle episodes of each family (288 episode rows, 2 epochs, 107 CPU min, "
     "a quarter of the six specialists' SFT CPU time together), eval on the first 64 eval seeds "
     "of five families (WebShop's was stopped for time); no RL stage: one GiGPO step over the "
-    "mixture (a group of 4 per family) took 1,245 s, 4.5-6.5 days for the specialists' RL "
-    "episodes (`multi/README.md`)",
+    "mixture (a group of 4 per family) took 1,245 s, 93 s of it the episodes and the rest the "
+    "update, every row padded to the longest prompt (BIRD's); 4.5-6.5 days for the specialists' "
+    "RL episodes (`multi/README.md`)",
 }
 
 

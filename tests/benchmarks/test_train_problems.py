@@ -694,6 +694,38 @@ def test_committed_gsm8k__luffy_with_gold_solutions_did_not_beat_sft():
     assert eval_delta["low"] < 0 < eval_delta["high"] and fresh_delta["high"] < 0
 
 
+#: the fourth GSM8K try (`gsm8k/README.md`, "A fourth try"): GRPO in 2 groups of 16 a step
+#: from the second try's SFT model
+GSM8K_GROUPS16 = {
+    "folder": "gsm8k/groups16/leaderboard",
+    "stages": ["gsm8k/retry/logs/sft/stage.json", "gsm8k/groups16/logs/grpo/stage.json"],
+    "SFT": "smollm2-sft",
+    "RL": "smollm2-sft-grpo",
+    "fresh": "gsm8k/groups16/fresh300",
+}
+
+
+def test_committed_gsm8k__groups_of_16_lowered_greedy_success():
+    """Issue 33, GSM8K: GRPO with 2 groups of 16 a step (the second try's 32 episodes, as
+    larger groups) from the second try's SFT model, the same SFT checkpoint in both folders;
+    below it on the 300 eval seeds and on 300 fresh ones, every problem held out, recomputed
+    from the committed episodes and stage records as the notes print them."""
+    records = _records(GSM8K_GROUPS16)
+    assert [(r["stage"], r["steps"]) for r in records] == [("sft", 250), ("grpo", 30)]
+    grpo = records[1]["settings"]
+    assert (grpo["rl_prompts"], grpo["num_generations"]) == ("2", "16")
+    pinned = {
+        json.loads((TRAINING / where / "manifest.json").read_text())["pins"]["agents"][
+            "smollm2-sft"
+        ]["weights_sha256"]
+        for run in (GSM8K_RETRY, GSM8K_GROUPS16)
+        for where in (run["folder"], run["fresh"])
+    }
+    assert len(pinned) == 1  # the second try's SFT model, not a retrained one
+    eval_delta, fresh_delta = _gsm8k_rl_minus_sft_as_printed(GSM8K_GROUPS16, records)
+    assert eval_delta["high"] < 0 and fresh_delta["high"] < 0
+
+
 def test_committed_multi_env__sft_against_each_specialist():
     """Issue 33, the multi-env model: one SFT model over the six families (48 oracle episodes
     of each) against each family's specialist SFT model on the 64 eval seeds both played,
