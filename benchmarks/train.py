@@ -212,6 +212,9 @@ class Args:
     """sampling temperature of training episodes"""
     drop_zero_advantage: bool = True
     """leave episodes with no non-zero advantage out of the loss's token count (DAPO's filter)"""
+    rl_trim_padding: bool = True
+    """run each RL forward/backward pass over its own episodes' span, not the whole step's
+    padded width (``TokenAdvantageGRPOTrainer(trim_padding=...)``; same values)"""
     max_new_tokens: int = 32
     """generation budget per turn (training and eval)"""
     max_total_tokens: int = 1024
@@ -621,6 +624,7 @@ def run_rl(args: Args, stage: Stage, sft: Stage) -> None:
         args=config,
         peft_config=_lora(args),
         drop_zero_advantage=args.drop_zero_advantage,
+        trim_padding=args.rl_trim_padding,
         callbacks=[clock.callback(args.stage_time_limit), stage.keep_models(args.keep_steps)],
     )
     trainer.train(resume_from_checkpoint=checkpoint)

@@ -32,8 +32,11 @@ behaviour:
   same forward pass, at TRL's sampling temperature), no importance ratio and no clipping,
   normalised as TRL normalises its per-token loss for the configured ``loss_type`` (``"dapo"``,
   ``"grpo"``, ``"bnpo"``, ``"dr_grpo"``; others are refused for off-policy rows).
-- ``_get_per_token_logps_and_entropies``: unchanged, except that inside ``_compute_loss`` it
-  keeps the log-probabilities of that forward pass for the off-policy term.
+- ``_get_per_token_logps_and_entropies``: TRL's pass on each chunk of rows cut to the chunk's
+  own span (TRL pads the whole step to its longest prompt and completion and does not trim the
+  passes it splits it into; the cut columns are padding on every row, so the values are
+  TRL's); inside ``_compute_loss`` it keeps the log-probabilities of that forward pass for the
+  off-policy term.
 
 Supported TRL: the range pinned in the ``train`` extra (1.16.x); ``tests/adapters/
 test_trl_internals.py`` fails with a message naming what moved when these internals change.
@@ -100,6 +103,8 @@ class TokenAdvantageGRPOTrainer(GRPOTrainer):
             so they stop diluting the token normalisation of ``loss_type="dapo"`` / ``"bnpo"``
             (DAPO's filter of such groups, without re-sampling). They add no gradient either
             way; their share is logged as ``episodes/zero_advantage_fraction``.
+        trim_padding: run each pass over its own rows' span, not the step's padded width
+            (``_get_per_token_logps_and_entropies``); ``False``: TRL's pass as it is.
     """
 
     #: checked by ``make_rollout_func(advantages=...)``
@@ -110,6 +115,7 @@ class TokenAdvantageGRPOTrainer(GRPOTrainer):
         *args: Any,
         shaping_gamma: float = 0.1,
         drop_zero_advantage: bool = False,
+        trim_padding: bool = True,
         **kwargs: Any,
     ) -> None:
         if not _trl_supported(trl.__version__):
@@ -123,6 +129,7 @@ class TokenAdvantageGRPOTrainer(GRPOTrainer):
             raise ValueError(f"shaping_gamma must be > 0, got {shaping_gamma!r}")
         self.shaping_gamma = float(shaping_gamma)
         self.drop_zero_advantage = bool(drop_zero_advantage)
+        self.trim_padding = bool(trim_padding)
         self._captured_logps: list[torch.Tensor] | None = None
         super().__init__(*args, **kwargs)
         if self.rollout_func is None:
@@ -188,11 +195,80 @@ class TokenAdvantageGRPOTrainer(GRPOTrainer):
         metrics["off_policy/recovery_fraction"].append(recovery.mean().item())
 
     # ------------------------------------------------------------------- loss
-    def _get_per_token_logps_and_entropies(self, *args: Any, **kwargs: Any) -> Any:
-        result = super()._get_per_token_logps_and_entropies(*args, **kwargs)
+    def _get_per_token_logps_and_entropies(
+        self,
+        model: Any,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        logits_to_keep: int,
+        batch_size: int | None = None,
+        compute_entropy: bool = False,
+        compute_aux_loss: bool = False,
+        **multimodal: Any,
+    ) -> Any:
+        images = any(value is not None for value in multimodal.values())
+        if images or not self.trim_padding:  # TRL's own pass
+            result = super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy,
+                compute_aux_loss, **multimodal,
+            )  # fmt: skip
+        else:
+            result = self._trimmed_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size or len(input_ids),
+                compute_entropy, compute_aux_loss,
+            )  # fmt: skip
         if self._captured_logps is not None:
             self._captured_logps.append(result[0])
         return result
+
+    def _trimmed_logps_and_entropies(
+        self,
+        model: Any,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        logits_to_keep: int,
+        batch_size: int,
+        compute_entropy: bool,
+        compute_aux_loss: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+        """TRL's pass, chunk by chunk (``batch_size`` rows), each chunk cut to its own rows'
+        span: TRL pads the whole generation batch to its longest prompt (left) and longest
+        completion (right) and splits it into passes without trimming, so a pass over short
+        episodes ran the positions of the longest. A column that is padding on every row of
+        the chunk changes no real token's output (causal attention; the left cut shifts every
+        position of a row alike, which rotary embeddings do not see), so the chunk's
+        log-probabilities are TRL's; the cut completion columns come back as 0."""
+        super_pass = super()._get_per_token_logps_and_entropies
+        width = input_ids.size(1)
+        logps, entropies, aux_losses = [], [], []
+        for start in range(0, len(input_ids), batch_size):
+            ids, mask = (
+                input_ids[start : start + batch_size],
+                attention_mask[start : start + batch_size],
+            )
+            used = mask.any(dim=0).nonzero().flatten()
+            if len(used) == 0:
+                first, last = width - logits_to_keep, width - 1
+            else:
+                first, last = int(used[0]), int(used[-1])
+            first = min(first, width - logits_to_keep)  # keep every scored position
+            last = max(last, width - logits_to_keep)  # and at least one completion column
+            keep = logits_to_keep - (width - 1 - last)
+            chunk = super_pass(
+                model, ids[:, first : last + 1], mask[:, first : last + 1], keep, len(ids),
+                compute_entropy, compute_aux_loss,
+            )  # fmt: skip
+            cut = logits_to_keep - keep
+            logps.append(torch.nn.functional.pad(chunk[0], (0, cut)))
+            if compute_entropy:
+                entropies.append(torch.nn.functional.pad(chunk[1], (0, cut)))
+            if compute_aux_loss:
+                aux_losses.append(chunk[2])
+        return (
+            torch.cat(logps),
+            torch.cat(entropies) if compute_entropy else None,
+            torch.stack(aux_losses).mean() if compute_aux_loss else None,
+        )
 
     def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
         off_policy = inputs.get("off_policy")

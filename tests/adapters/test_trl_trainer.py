@@ -273,6 +273,78 @@ def _batch(tokenizer, advantage, off_policy):
     }
 
 
+def test_trl_trainer__each_pass_runs_its_own_rows_span_and_scores_as_trl(bare_trainer, tokenizer):
+    """A step padded to its longest prompt and completion: each chunk of rows runs only the
+    columns one of its rows uses, and its log-probabilities and entropies are TRL's own pass
+    over the padded batch on every real completion token (0 on the cut padding)."""
+    from trl import GRPOTrainer
+
+    trainer, model = bare_trainer, bare_trainer.model
+    long_prompt = tokenizer.encode("<|im_start|>user\nPush the box to the goal<|im_end|>\n")
+    short_prompt = tokenizer.encode("<|im_start|>user\nGo<|im_end|>\n")
+    long_reply = tokenizer.encode("<answer>Left || Down || Right || Up</answer><|im_end|>")
+    short_reply = tokenizer.encode("<answer>Up</answer><|im_end|>")
+    rows = [(long_prompt, short_reply), (short_prompt, long_reply), (short_prompt, short_reply)]
+    width_p, width_c = len(long_prompt), len(long_reply)
+    ids = torch.zeros(len(rows), width_p + width_c, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for row, (prompt, reply) in enumerate(rows):  # prompts left-padded, replies right-padded
+        span = slice(width_p - len(prompt), width_p + len(reply))
+        ids[row, span] = torch.tensor(prompt + reply)
+        mask[row, span] = 1
+    widths = []
+    hook = model.register_forward_pre_hook(
+        lambda module, args, kwargs: widths.append(kwargs["input_ids"].size(1)), with_kwargs=True
+    )
+    model.eval()
+    with torch.no_grad():
+        try:
+            logps, entropies, _ = trainer._get_per_token_logps_and_entropies(
+                model, ids, mask, width_c, batch_size=1, compute_entropy=True
+            )
+        finally:
+            hook.remove()
+        reference, reference_entropies, _ = GRPOTrainer._get_per_token_logps_and_entropies(
+            trainer, model, ids, mask, width_c, batch_size=1, compute_entropy=True
+        )
+        alone = [  # each row by itself, no padding at all
+            GRPOTrainer._get_per_token_logps_and_entropies(
+                trainer,
+                model,
+                torch.tensor([prompt + reply]),
+                torch.ones(1, len(prompt + reply), dtype=torch.long),
+                len(reply),
+                compute_entropy=True,
+            )
+            for prompt, reply in rows
+        ]
+    assert widths == [len(prompt) + len(reply) for prompt, reply in rows]
+    for row, (_, reply) in enumerate(rows):
+        torch.testing.assert_close(logps[row, : len(reply)], alone[row][0][0])
+        torch.testing.assert_close(entropies[row, : len(reply)], alone[row][1][0])
+        assert (logps[row, len(reply) :] == 0).all()
+    # TRL's pass over the padded rows: the same values but for float32 rounding, which the
+    # padding changes (attention over masked columns; positions shifted by the left padding)
+    scored = mask[:, width_p:].bool()
+    torch.testing.assert_close(logps[scored], reference[scored], rtol=1e-3, atol=5e-3)
+    torch.testing.assert_close(entropies[scored], reference_entropies[scored], rtol=1e-3, atol=5e-3)
+    assert logps.shape == reference.shape
+    trainer.trim_padding = False  # TRL's pass as it is: every chunk at the step's width
+    widths.clear()
+    hook = model.register_forward_pre_hook(
+        lambda module, args, kwargs: widths.append(kwargs["input_ids"].size(1)), with_kwargs=True
+    )
+    with torch.no_grad():
+        try:
+            untrimmed, _, _ = trainer._get_per_token_logps_and_entropies(
+                model, ids, mask, width_c, batch_size=1
+            )
+        finally:
+            hook.remove()
+    assert widths == [width_p + width_c] * len(rows)
+    torch.testing.assert_close(untrimmed, reference)
+
+
 def test_trl_trainer__off_policy_gradient_is_the_shaped_policy_gradient(bare_trainer, tokenizer):
     """d loss / d log pi = -A * gamma * pi / (pi + gamma)^2 / N on off-policy tokens (no ratio,
     no clipping: even a large advantage moves every token), -A / N on on-policy ones."""
