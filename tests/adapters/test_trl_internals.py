@@ -50,8 +50,9 @@ def test_trl_internals__overridden_methods_keep_their_signatures():
     expected = {
         "_generate_and_score_completions": ["self", "inputs"],
         "_compute_loss": ["self", "model", "inputs"],
-        "_get_per_token_logps_and_entropies": [
-            "self", "model", "input_ids", "attention_mask", "logits_to_keep",
+        "_get_per_token_logps_and_entropies": [  # the trimmed pass names the first eight
+            "self", "model", "input_ids", "attention_mask", "logits_to_keep", "batch_size",
+            "compute_entropy", "compute_aux_loss",
         ],
     }  # fmt: skip
     for name, parameters in expected.items():
