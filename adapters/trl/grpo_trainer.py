@@ -45,9 +45,9 @@ Metrics logged besides TRL's: ``off_policy/fraction`` (rows), ``off_policy/recov
 (rows of oracle episodes from a failed first turn), ``off_policy/shaping_mean``
 (mean ``f(pi)`` on off-policy tokens), ``advantages/token_mean`` and ``advantages/token_std``
 (over model tokens), ``episodes/zero_advantage_fraction`` (with ``drop_zero_advantage``).
-:func:`agent_envs.adapters.trl.episode_return_reward` logs ``episodes/engine_errors`` and
-``episodes/return/<env_id>``, :func:`agent_envs.adapters.trl.success_reward`
-``episodes/success/<env_id>``.
+:func:`agent_envs.adapters.trl.episode_return_reward` logs ``episodes/engine_errors``,
+``episodes/return/<env_id>`` and ``episodes/seconds/<env_id>``,
+:func:`agent_envs.adapters.trl.success_reward` ``episodes/success/<env_id>``.
 """
 
 from __future__ import annotations

@@ -292,18 +292,9 @@ def test_trl_trainer__each_pass_runs_its_own_rows_span_and_scores_as_trl(bare_tr
         span = slice(width_p - len(prompt), width_p + len(reply))
         ids[row, span] = torch.tensor(prompt + reply)
         mask[row, span] = 1
-    widths = []
-    hook = model.register_forward_pre_hook(
-        lambda module, args, kwargs: widths.append(kwargs["input_ids"].size(1)), with_kwargs=True
-    )
     model.eval()
+    (logps, entropies, _), widths = _pass_widths(trainer, ids, mask, width_c, compute_entropy=True)
     with torch.no_grad():
-        try:
-            logps, entropies, _ = trainer._get_per_token_logps_and_entropies(
-                model, ids, mask, width_c, batch_size=1, compute_entropy=True
-            )
-        finally:
-            hook.remove()
         reference, reference_entropies, _ = GRPOTrainer._get_per_token_logps_and_entropies(
             trainer, model, ids, mask, width_c, batch_size=1, compute_entropy=True
         )
@@ -330,19 +321,26 @@ def test_trl_trainer__each_pass_runs_its_own_rows_span_and_scores_as_trl(bare_tr
     torch.testing.assert_close(entropies[scored], reference_entropies[scored], rtol=1e-3, atol=5e-3)
     assert logps.shape == reference.shape
     trainer.trim_padding = False  # TRL's pass as it is: every chunk at the step's width
-    widths.clear()
-    hook = model.register_forward_pre_hook(
-        lambda module, args, kwargs: widths.append(kwargs["input_ids"].size(1)), with_kwargs=True
-    )
-    with torch.no_grad():
-        try:
-            untrimmed, _, _ = trainer._get_per_token_logps_and_entropies(
-                model, ids, mask, width_c, batch_size=1
-            )
-        finally:
-            hook.remove()
+    (untrimmed, _, _), widths = _pass_widths(trainer, ids, mask, width_c)
     assert widths == [width_p + width_c] * len(rows)
     torch.testing.assert_close(untrimmed, reference)
+
+
+def _pass_widths(trainer, ids, mask, logits_to_keep, **kwargs):
+    """The trainer's log-probability pass over ``ids``, one row a chunk, without gradients;
+    and the input width of each forward call it made."""
+    widths = []
+    hook = trainer.model.register_forward_pre_hook(
+        lambda module, args, kwargs: widths.append(kwargs["input_ids"].size(1)), with_kwargs=True
+    )
+    try:
+        with torch.no_grad():
+            result = trainer._get_per_token_logps_and_entropies(
+                trainer.model, ids, mask, logits_to_keep, batch_size=1, **kwargs
+            )
+    finally:
+        hook.remove()
+    return result, widths
 
 
 def test_trl_trainer__off_policy_gradient_is_the_shaped_policy_gradient(bare_trainer, tokenizer):

@@ -672,6 +672,17 @@ GSM8K_LUFFY = {
 }
 
 
+def _sft_weights(*runs: dict) -> set[str]:
+    """The weights hashes the eval and fresh folders of ``runs`` pin for ``smollm2-sft``."""
+    return {
+        json.loads((TRAINING / where / "manifest.json").read_text())["pins"]["agents"][
+            "smollm2-sft"
+        ]["weights_sha256"]
+        for run in runs
+        for where in (run["folder"], run["fresh"])
+    }
+
+
 def test_committed_gsm8k__luffy_with_gold_solutions_did_not_beat_sft():
     """Issue 33, GSM8K: LUFFY (one oracle episode with its worked steps in each group of 8) from
     the second try's SFT model, the same SFT checkpoint in both folders; against it on the 300
@@ -682,14 +693,8 @@ def test_committed_gsm8k__luffy_with_gold_solutions_did_not_beat_sft():
     luffy = records[1]["settings"]
     settings = (luffy["luffy_k"], luffy["num_generations"], luffy["sft_rationale"])
     assert settings == ("1", "8", "True")
-    pinned = {
-        json.loads((TRAINING / where / "manifest.json").read_text())["pins"]["agents"][
-            "smollm2-sft"
-        ]["weights_sha256"]
-        for run in (GSM8K_RETRY, GSM8K_LUFFY)
-        for where in (run["folder"], run["fresh"])
-    }
-    assert len(pinned) == 1  # the second try's SFT model, not a retrained one
+    # the second try's SFT model, not a retrained one
+    assert len(_sft_weights(GSM8K_RETRY, GSM8K_LUFFY)) == 1
     eval_delta, fresh_delta = _gsm8k_rl_minus_sft_as_printed(GSM8K_LUFFY, records)
     assert eval_delta["low"] < 0 < eval_delta["high"] and fresh_delta["high"] < 0
 
@@ -714,14 +719,8 @@ def test_committed_gsm8k__groups_of_16_lowered_greedy_success():
     assert [(r["stage"], r["steps"]) for r in records] == [("sft", 250), ("grpo", 30)]
     grpo = records[1]["settings"]
     assert (grpo["rl_prompts"], grpo["num_generations"]) == ("2", "16")
-    pinned = {
-        json.loads((TRAINING / where / "manifest.json").read_text())["pins"]["agents"][
-            "smollm2-sft"
-        ]["weights_sha256"]
-        for run in (GSM8K_RETRY, GSM8K_GROUPS16)
-        for where in (run["folder"], run["fresh"])
-    }
-    assert len(pinned) == 1  # the second try's SFT model, not a retrained one
+    # the second try's SFT model, not a retrained one
+    assert len(_sft_weights(GSM8K_RETRY, GSM8K_GROUPS16)) == 1
     eval_delta, fresh_delta = _gsm8k_rl_minus_sft_as_printed(GSM8K_GROUPS16, records)
     assert eval_delta["high"] < 0 and fresh_delta["high"] < 0
 
