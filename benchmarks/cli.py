@@ -127,6 +127,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "agent_envs.benchmarks.rl_micro_batch",
         "RL step memory on CPU: one pass, gradient checkpointing, micro-batches",
     ),
+    "rl-trim-padding": (
+        "agent_envs.benchmarks.rl_trim_padding",
+        "RL step time over a mixture of envs: passes over their own span or the step's",
+    ),
     "server-load": (
         "agent_envs.benchmarks.server_load",
         "the env server under many concurrent clients, against OpenEnv's server",

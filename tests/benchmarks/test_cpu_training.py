@@ -48,3 +48,20 @@ def test_rl_micro_batch__a_side_killed_by_a_signal_is_reported_not_raised():
     assert _cell(runs, "rl_step", 1) == "2.0 (2.0 to 2.0)"
     assert _cell(runs, "peak_gib", 2).endswith("; killed in 1 of 2")
     assert _cell([killed], "rl_step", 1) == "-"
+
+
+def test_rl_trim_padding__a_step_splits_into_rollout_and_update():
+    import pytest
+    from agent_envs.benchmarks.rl_trim_padding import Args, main, step_parts
+
+    rows = [
+        {"loss": 1.0, "num_tokens": 900.0, "step_time": 50.0,
+         "episodes/seconds/a": 2.0, "episodes/seconds/b": 3.0, "episodes/success/a": 1.0},
+        {"loss": 3.0, "num_tokens": 2000.0, "step_time": 70.0,
+         "episodes/seconds/a": 4.0, "episodes/seconds/b": 1.0},
+        {"train_runtime": 130.0},  # the trainer's closing row has no step
+    ]  # fmt: skip
+    parts = step_parts(rows, episodes_per_env=4)
+    assert parts == {"rl_step": 60.0, "rollout": 20.0, "update": 40.0, "loss": 2.0, "tokens": 1000.0}
+    with pytest.raises(SystemExit, match="--rl-prompts: 4 is not a multiple of the 3 envs"):
+        main(Args(envs=["a", "b", "c"], rl_prompts=4, output=""))
