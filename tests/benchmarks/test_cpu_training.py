@@ -62,6 +62,7 @@ def test_rl_trim_padding__a_step_splits_into_rollout_and_update():
         {"train_runtime": 130.0},  # the trainer's closing row has no step
     ]  # fmt: skip
     parts = step_parts(rows, episodes_per_env=4)
-    assert parts == {"rl_step": 60.0, "rollout": 20.0, "update": 40.0, "loss": 2.0, "tokens": 1000.0}
+    expected = {"rl_step": 60.0, "rollout": 20.0, "update": 40.0, "loss": 2.0, "tokens": 1000.0}
+    assert parts == expected
     with pytest.raises(SystemExit, match="--rl-prompts: 4 is not a multiple of the 3 envs"):
         main(Args(envs=["a", "b", "c"], rl_prompts=4, output=""))

@@ -731,7 +731,7 @@ def test_committed_multi_env__sft_against_each_specialist():
     recomputed from the committed episodes and stage record; the figures are the notes' and
     the summary pairs the same seeds."""
     multi = train_report.MULTI_ENV_RUN
-    [record] = _records(multi)
+    record, _ = _records(multi)  # the SFT stage; the RL stage has its own test below
     assert (record["stage"], record["rows"], record["steps"]) == ("sft", 288, 72)
     assert sorted(record["train_seeds"]) == sorted(train_report.FAMILIES.values())
     trained = train.problems_of([record])
@@ -759,3 +759,37 @@ def test_committed_multi_env__sft_against_each_specialist():
             f"{train_report._delta(over)} ({over['problems']} problems) | {held} |"
         )
         assert shown in notes, shown
+
+
+def test_committed_multi_env__rl_against_its_sft_model():
+    """Issue 33, the multi-env model's RL row: its GiGPO model against its own SFT model on the
+    64 eval seeds per family both played, over every seed and over the seeds whose problem
+    neither stage trained on, recomputed from the committed episodes and stage records; the
+    figures are the notes' and the summary's RL column is that model."""
+    multi = train_report.MULTI_ENV_RUN
+    sft, rl = _records(multi)
+    assert (rl["stage"], rl["steps"], rl["stopped_at_time_limit"]) == ("gigpo", 18, True)
+    assert rl["settings"]["rl_trim_padding"] == "True"  # the record keeps settings as text
+    trained = train.problems_of([sft, rl])
+    folder = TRAINING / multi["folder"]
+    won = problems.run_successes(folder)
+    notes = (TRAINING / "multi" / "README.md").read_text()
+    rows = train_report.multi_env_rows(TRAINING)
+    for family, env_id in train_report.FAMILIES.items():
+        if (multi["RL"], env_id) not in won:
+            assert not rows[family]["RL"] and f"| {family} | not evaluated" in notes
+            continue
+        keys = problems.run_problem_keys(folder, env_id)
+        seeds = list(keys)
+        before, after = won[multi["SFT"], env_id], won[multi["RL"], env_id]
+        every = problems.compare(before, after, keys, seeds)["problems"]
+        held = [seed for seed in seeds if keys[seed] not in trained[env_id]]
+        unseen = problems.compare(before, after, keys, held)["problems"]
+        shown = (
+            f"| {family} | {_rate(before, seeds):.3f} | {_rate(after, seeds):.3f} | "
+            f"{train_report._delta(every)} ({every['problems']} problems) | "
+            f"{train_report._delta(unseen)} ({len(held)} seeds, {unseen['problems']} problems) |"
+        )
+        assert shown in notes, shown
+        if train_report.SUMMARY_RUNS[family].get("RL"):  # the summary pairs it with the specialist
+            assert rows[family]["RL"]["multi"] == _rate(after, seeds)
