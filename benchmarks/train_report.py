@@ -172,7 +172,8 @@ def run_curves(args: Args) -> list[Path]:
             axis.plot(steps, _smooth(values), label=line)
         axis.set_xlabel("RL step")
         axis.set_ylabel(label)
-        axis.set_title(f"{', '.join(args.envs)}: {metric} (moving average of 5 steps)")
+        trained = args.envs[0] if len(args.envs) == 1 else "each env trained"
+        axis.set_title(f"{trained}: {metric} (moving average of 5 steps)")
         if series:
             axis.legend(fontsize="small")
         axis.grid(alpha=0.3)
@@ -203,9 +204,10 @@ def run_curves(args: Args) -> list[Path]:
 
 def training_series(args: Args, metric: str) -> dict[str, tuple[list[int], list[float]]]:
     """``line label -> (steps, values)`` of a training metric (``"success"`` or ``"return"``)
-    from each RL stage's TRL log: the mean over the step's episodes and, on a run over several
-    envs, each env's mean (``episodes/<metric>/<env_id>``, logged by the reward functions; a
-    step that dealt no episode of an env has no point for it)."""
+    from each RL stage's TRL log: the mean over the step's episodes and, where the stage trained
+    several envs, each env's mean (``episodes/<metric>/<env_id>``, logged by the reward
+    functions; every env the log has, whichever ``--envs`` the curves stage was given; a step
+    that dealt no episode of an env has no point for it)."""
     mean_key = {"success": "rewards/success_reward/mean",
                 "return": "rewards/episode_return_reward/mean"}[metric]  # fmt: skip
     series = {}
@@ -218,8 +220,12 @@ def training_series(args: Args, metric: str) -> dict[str, tuple[list[int], list[
         if name == "luffy":  # its groups hold oracle episodes, counted in these means
             line += f" ({args.luffy_k} of {args.num_generations} per group: oracle)"
         keys = {line: mean_key}
-        if len(args.envs) > 1:
-            keys |= {f"{line}, {env_id}": f"episodes/{metric}/{env_id}" for env_id in args.envs}
+        prefix = f"episodes/{metric}/"
+        envs = dict.fromkeys(
+            key[len(prefix) :] for row in rows for key in row if key.startswith(prefix)
+        )
+        if len(envs) > 1:
+            keys |= {f"{line}, {env_id}": prefix + env_id for env_id in envs}
         for label, key in keys.items():
             points = [(row["step"], row[key]) for row in rows if key in row]
             if points:
