@@ -17,6 +17,7 @@ import os
 import platform
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -114,6 +115,20 @@ def one_pipeline(
         "sys_share": (training["sys"] + evaluation["sys"])
         / (training["sys"] + evaluation["sys"] + training["user"] + evaluation["user"]),
     }
+
+
+def peak_run(command: list[str]) -> dict[str, Any]:
+    """Run ``command`` in a child process: its wall seconds, peak resident GiB, and the
+    signal that killed it (``None`` if it exited)."""
+    start = time.perf_counter()
+    child = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    killed = signal.Signals(-child.returncode).name if child.returncode < 0 else None
+    if child.returncode > 0:
+        raise subprocess.CalledProcessError(child.returncode, command)
+    wall = time.perf_counter() - start
+    return {"wall": wall, "peak_gib": usage.ru_maxrss / 2**20, "killed": killed}
 
 
 def read_log(path: Path) -> list[dict[str, Any]]:

@@ -18,18 +18,16 @@ from __future__ import annotations
 import os
 import platform
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agent_envs.benchmarks.cli import RESULTS_DIR, finish_report, parse
-from agent_envs.benchmarks.cpu_allocator import alternate, median_range, read_log
+from agent_envs.benchmarks.cpu_allocator import alternate, median_range, peak_run, read_log
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = RESULTS_DIR / "rl_micro_batch.md"
@@ -58,20 +56,6 @@ class Args:
     """episodes per pass on the micro-batched side"""
     output: str = str(RESULTS)
     """where the Markdown table goes ("" to only print it)"""
-
-
-def _peak_run(command: list[str]) -> dict[str, Any]:
-    """Run ``command`` in a child process: its wall seconds, peak resident GiB, and the
-    signal that killed it (``None`` if it exited)."""
-    start = time.perf_counter()
-    child = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    killed = signal.Signals(-child.returncode).name if child.returncode < 0 else None
-    if child.returncode > 0:
-        raise subprocess.CalledProcessError(child.returncode, command)
-    wall = time.perf_counter() - start
-    return {"wall": wall, "peak_gib": usage.ru_maxrss / 2**20, "killed": killed}
 
 
 def _cell(runs: list[dict[str, Any]], key: str, digits: int) -> str:
@@ -108,7 +92,7 @@ def main(args: Args) -> str:
             folder.mkdir(parents=True)
             for stage in ("base", "sft"):
                 (folder / stage).symlink_to(sft_run / stage)
-            measured = _peak_run(
+            measured = peak_run(
                 [
                     *train,
                     "--out", str(folder),

@@ -27,8 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_envs.benchmarks.cli import RESULTS_DIR, finish_report, parse
-from agent_envs.benchmarks.cpu_allocator import alternate, read_log, table_rows
-from agent_envs.benchmarks.rl_micro_batch import _peak_run
+from agent_envs.benchmarks.cpu_allocator import alternate, peak_run, read_log, table_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = RESULTS_DIR / "rl_trim_padding.md"
@@ -115,7 +114,7 @@ def main(args: Args) -> str:
             folder.mkdir(parents=True)
             for stage in ("base", "sft"):
                 (folder / stage).symlink_to(sft_run / stage)
-            measured = _peak_run(
+            measured = peak_run(
                 [
                     *common,
                     "--out", str(folder),

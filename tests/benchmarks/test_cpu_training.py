@@ -34,16 +34,17 @@ def test_rl_micro_batch__a_side_killed_by_a_signal_is_reported_not_raised():
     import sys
 
     import pytest
-    from agent_envs.benchmarks.rl_micro_batch import _cell, _peak_run
+    from agent_envs.benchmarks.cpu_allocator import peak_run
+    from agent_envs.benchmarks.rl_micro_batch import _cell
 
-    fine = _peak_run([sys.executable, "-c", "x = bytearray(300 * 2**20)"])
+    fine = peak_run([sys.executable, "-c", "x = bytearray(300 * 2**20)"])
     assert fine["killed"] is None and fine["peak_gib"] > 0.25
-    killed = _peak_run(
+    killed = peak_run(
         [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"]
     )
     assert killed["killed"] == "SIGKILL"
     with pytest.raises(subprocess.CalledProcessError):
-        _peak_run([sys.executable, "-c", "raise SystemExit(3)"])
+        peak_run([sys.executable, "-c", "raise SystemExit(3)"])
     runs = [{**fine, "rl_step": 2.0}, killed]
     assert _cell(runs, "rl_step", 1) == "2.0 (2.0 to 2.0)"
     assert _cell(runs, "peak_gib", 2).endswith("; killed in 1 of 2")
