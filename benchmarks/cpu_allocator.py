@@ -131,6 +131,23 @@ def peak_run(command: list[str]) -> dict[str, Any]:
     return {"wall": wall, "peak_gib": usage.ru_maxrss / 2**20, "killed": killed}
 
 
+def gigpo_from(
+    sft_run: Path, folder: Path, train: list[str], flags: list[str]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The GiGPO stage of the ``agent_envs.benchmarks.train`` command ``train`` in a fresh run
+    ``folder`` that starts from the ``base/`` and ``sft/`` stages of ``sft_run`` (linked, not
+    copied), with ``flags``: :func:`peak_run`'s measures and the stage log's step rows (none
+    when a signal killed it)."""
+    folder.mkdir(parents=True)
+    for stage in ("base", "sft"):
+        (folder / stage).symlink_to(sft_run / stage)
+    measured = peak_run([*train, "--out", str(folder), "--stages", "gigpo", *flags])
+    if measured["killed"]:
+        return measured, []
+    rows = read_log(folder / "gigpo" / "log.jsonl")
+    return measured, [row for row in rows if "step_time" in row]
+
+
 def read_log(path: Path) -> list[dict[str, Any]]:
     """The rows of a stage's ``log.jsonl`` (one JSON object a line)."""
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_envs.benchmarks.cli import RESULTS_DIR, finish_report, parse
-from agent_envs.benchmarks.cpu_allocator import alternate, median_range, peak_run, read_log
+from agent_envs.benchmarks.cpu_allocator import alternate, gigpo_from, median_range
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = RESULTS_DIR / "rl_micro_batch.md"
@@ -89,24 +89,18 @@ def main(args: Args) -> str:
         subprocess.run([*sft, "--sft-episodes", str(args.sft_episodes)], cwd=ROOT, check=True)
 
         def run(side: str, folder: Path) -> dict[str, Any]:
-            folder.mkdir(parents=True)
-            for stage in ("base", "sft"):
-                (folder / stage).symlink_to(sft_run / stage)
-            measured = peak_run(
+            measured, steps = gigpo_from(
+                sft_run,
+                folder,
+                train,
                 [
-                    *train,
-                    "--out", str(folder),
-                    "--stages", "gigpo",
                     "--rl-steps", str(args.rl_steps),
                     "--rl-prompts", str(args.rl_prompts),
                     "--num-generations", str(args.num_generations),
                     *flags[side],
-                ]
+                ],
             )  # fmt: skip
-            if not measured["killed"]:
-                steps = [
-                    row for row in read_log(folder / "gigpo" / "log.jsonl") if "step_time" in row
-                ]
+            if steps:
                 measured["rl_step"] = statistics.mean(row["step_time"] for row in steps)
                 measured["tokens"] = statistics.mean(
                     row["completions/mean_length"] for row in steps

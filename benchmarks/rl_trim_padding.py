@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_envs.benchmarks.cli import RESULTS_DIR, finish_report, parse
-from agent_envs.benchmarks.cpu_allocator import alternate, peak_run, read_log, table_rows
+from agent_envs.benchmarks.cpu_allocator import alternate, gigpo_from, table_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = RESULTS_DIR / "rl_trim_padding.md"
@@ -72,15 +72,15 @@ def step_parts(rows: list[dict[str, Any]], episodes_per_env: float) -> dict[str,
     padding) of a stage's log rows; a step's rollout is the sum over envs of their mean seconds
     per episode times the episodes each env plays a step."""
     steps = [row for row in rows if "step_time" in row]
-    rollout = [
+    rollout_s = statistics.mean(
         episodes_per_env * sum(v for k, v in row.items() if k.startswith("episodes/seconds/"))
         for row in steps
-    ]
+    )
     step = statistics.mean(row["step_time"] for row in steps)
     return {
         "rl_step": step,
-        "rollout": statistics.mean(rollout),
-        "update": step - statistics.mean(rollout),
+        "rollout": rollout_s,
+        "update": step - rollout_s,
         "loss": statistics.mean(row["loss"] for row in steps),
         "tokens": steps[-1]["num_tokens"] / len(steps),  # TRL counts them cumulatively
     }
@@ -111,24 +111,20 @@ def main(args: Args) -> str:
         episodes = args.rl_prompts * args.num_generations
 
         def run(side: str, folder: Path) -> dict[str, Any]:
-            folder.mkdir(parents=True)
-            for stage in ("base", "sft"):
-                (folder / stage).symlink_to(sft_run / stage)
-            measured = peak_run(
+            measured, steps = gigpo_from(
+                sft_run,
+                folder,
+                common,
                 [
-                    *common,
-                    "--out", str(folder),
-                    "--stages", "gigpo",
                     "--rl-steps", str(args.rl_steps),
                     "--rl-prompts", str(args.rl_prompts),
                     "--num-generations", str(args.num_generations),
                     "--rl-micro-batch", str(args.micro_batch),
                     "--rl-beta", str(args.rl_beta),
                     *FLAGS[side],
-                ]
+                ],
             )  # fmt: skip
-            log = read_log(folder / "gigpo" / "log.jsonl")
-            return {**measured, **step_parts(log, episodes / len(args.envs))}
+            return {**measured, **step_parts(steps, episodes / len(args.envs))}
 
         results = alternate(args.rounds, SIDES, run)
     finally:

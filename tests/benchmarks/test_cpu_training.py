@@ -67,3 +67,31 @@ def test_rl_trim_padding__a_step_splits_into_rollout_and_update():
     assert parts == expected
     with pytest.raises(SystemExit, match="--rl-prompts: 4 is not a multiple of the 3 envs"):
         main(Args(envs=["a", "b", "c"], rl_prompts=4, output=""))
+
+
+def test_gigpo_from__links_the_sft_run_and_returns_the_step_rows(tmp_path):
+    import json
+    import sys
+
+    from agent_envs.benchmarks.cpu_allocator import gigpo_from
+
+    sft_run = tmp_path / "sft-run"
+    for stage in ("base", "sft"):
+        (sft_run / stage).mkdir(parents=True)
+    rows = [{"step_time": 1.5, "loss": 0.5}, {"train_runtime": 2.0}]
+    log = "\n".join(json.dumps(row) for row in rows)
+    stage = (  # a stand-in for agent_envs.benchmarks.train: writes the stage's log under --out
+        "import pathlib, sys; argv = sys.argv; "
+        "out = pathlib.Path(argv[argv.index('--out') + 1]); "
+        "assert argv[argv.index('--stages') + 1] == 'gigpo' and argv[-1] == '--flag'; "
+        "assert (out / 'sft').resolve() == pathlib.Path(argv[1]).resolve() / 'sft'; "
+        f"(out / 'gigpo').mkdir(); (out / 'gigpo' / 'log.jsonl').write_text({log!r})"
+    )
+    measured, steps = gigpo_from(
+        sft_run, tmp_path / "run", [sys.executable, "-c", stage, str(sft_run)], ["--flag"]
+    )
+    assert steps == rows[:1] and measured["killed"] is None
+    assert (tmp_path / "run" / "base").is_symlink()
+    kill = "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"
+    measured, steps = gigpo_from(sft_run, tmp_path / "killed", [sys.executable, "-c", kill], [])
+    assert measured["killed"] == "SIGKILL" and steps == []
